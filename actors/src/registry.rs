@@ -1,0 +1,453 @@
+//! The registry: spawns one [`WorkspaceActor`] per active workspace and supervises them. When a
+//! workspace actor dies (a panic, a kill, an idle stop), the registry forgets it and the next
+//! request for that workspace is served by a fresh one, started from storage.
+//!
+//! Spawning a workspace actor reads storage, so it runs in a task of its own: the registry's
+//! mailbox never waits on I/O. Requests for a workspace whose actor is still starting wait in
+//! `starting` and are answered together.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{
+    Actor, ActorId, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, SupervisionEvent,
+};
+use uuid::Uuid;
+
+use crate::plan::{EndpointClass, Plan, PlanTable};
+use crate::store::{StoreFailure, WorkspaceStore};
+use crate::workspace::{Admission, Usage, WorkspaceActor, WorkspaceArgs, WorkspaceMsg};
+
+/// Configuration of the registry and of every workspace actor it spawns.
+#[derive(Clone)]
+pub struct RegistryArgs {
+    pub store: Arc<dyn WorkspaceStore>,
+    pub plans: Arc<PlanTable>,
+    pub rate_limits: bool,
+    pub idle_timeout: Duration,
+    pub refresh_every: Duration,
+}
+
+pub struct RegistryActor;
+
+type Resolved = Result<ActorRef<WorkspaceMsg>, WorkspacesError>;
+
+pub struct RegistryState {
+    config: RegistryArgs,
+    live: HashMap<Uuid, ActorRef<WorkspaceMsg>>,
+    by_actor: HashMap<ActorId, Uuid>,
+    starting: HashMap<Uuid, Vec<RpcReplyPort<Resolved>>>,
+}
+
+pub enum RegistryMsg {
+    /// The actor of a workspace, spawned if needed.
+    Resolve {
+        workspace_id: Uuid,
+        reply: RpcReplyPort<Resolved>,
+    },
+    /// A spawn task finished.
+    Spawned {
+        workspace_id: Uuid,
+        result: Resolved,
+    },
+    /// Deliver a message to a workspace's actor if it is live; a workspace without a live actor
+    /// needs none (its next actor starts from storage).
+    Forward {
+        workspace_id: Uuid,
+        message: WorkspaceMsg,
+    },
+    /// How many workspace actors are live.
+    CountLive { reply: RpcReplyPort<usize> },
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WorkspacesError {
+    #[error("workspace {0} does not exist")]
+    UnknownWorkspace(Uuid),
+    #[error("workspace actor did not answer in time")]
+    Timeout,
+    #[error("workspace actor unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl RegistryState {
+    fn forget(&mut self, actor: ActorId) {
+        if let Some(workspace_id) = self.by_actor.remove(&actor) {
+            if self
+                .live
+                .get(&workspace_id)
+                .is_some_and(|a| a.get_id() == actor)
+            {
+                self.live.remove(&workspace_id);
+            }
+        }
+    }
+
+    /// Loads the workspace and spawns its actor in a task of its own, which reports back with
+    /// [`RegistryMsg::Spawned`].
+    fn spawn_child(&self, myself: &ActorRef<RegistryMsg>, workspace_id: Uuid) {
+        let config = self.config.clone();
+        let registry = myself.clone();
+        tokio::spawn(async move {
+            let result = match config.store.load_workspace(workspace_id).await {
+                Ok(snapshot) => {
+                    let args = WorkspaceArgs {
+                        workspace_id,
+                        snapshot,
+                        store: config.store,
+                        plans: config.plans,
+                        rate_limits: config.rate_limits,
+                        idle_timeout: config.idle_timeout,
+                        refresh_every: config.refresh_every,
+                    };
+                    Actor::spawn_linked(None, WorkspaceActor, args, registry.get_cell())
+                        .await
+                        .map(|(actor, _handle)| actor)
+                        .map_err(|error| WorkspacesError::Unavailable(error.to_string()))
+                }
+                Err(StoreFailure::UnknownWorkspace(id)) => {
+                    Err(WorkspacesError::UnknownWorkspace(id))
+                }
+                Err(error @ StoreFailure::Other(_)) => {
+                    Err(WorkspacesError::Unavailable(error.to_string()))
+                }
+            };
+            let _ = registry.cast(RegistryMsg::Spawned {
+                workspace_id,
+                result,
+            });
+        });
+    }
+}
+
+impl Actor for RegistryActor {
+    type Msg = RegistryMsg;
+    type State = RegistryState;
+    type Arguments = RegistryArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        config: RegistryArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(RegistryState {
+            config,
+            live: HashMap::new(),
+            by_actor: HashMap::new(),
+            starting: HashMap::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            RegistryMsg::Resolve {
+                workspace_id,
+                reply,
+            } => {
+                if let Some(actor) = state.live.get(&workspace_id) {
+                    if actor.get_status() == ActorStatus::Running {
+                        let _ = reply.send(Ok(actor.clone()));
+                        return Ok(());
+                    }
+                    // Stopping or dead, and its exit not yet reported: replace it now.
+                    let dead = actor.get_id();
+                    state.forget(dead);
+                }
+                let first = !state.starting.contains_key(&workspace_id);
+                state.starting.entry(workspace_id).or_default().push(reply);
+                if first {
+                    state.spawn_child(&myself, workspace_id);
+                }
+            }
+            RegistryMsg::Spawned {
+                workspace_id,
+                result,
+            } => {
+                if let Ok(actor) = &result {
+                    tracing::debug!(%workspace_id, actor = %actor.get_id(), "workspace actor started");
+                    state.by_actor.insert(actor.get_id(), workspace_id);
+                    state.live.insert(workspace_id, actor.clone());
+                }
+                for waiter in state.starting.remove(&workspace_id).unwrap_or_default() {
+                    let _ = waiter.send(result.clone());
+                }
+            }
+            RegistryMsg::Forward {
+                workspace_id,
+                message,
+            } => {
+                if let Some(actor) = state.live.get(&workspace_id) {
+                    let _ = actor.cast(message);
+                }
+            }
+            RegistryMsg::CountLive { reply } => {
+                let _ = reply.send(state.live.len());
+            }
+        }
+        Ok(())
+    }
+
+    // Overridden: the default stops the registry when a child dies.
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                tracing::debug!(actor = %cell.get_id(), ?reason, "workspace actor stopped");
+                state.forget(cell.get_id());
+            }
+            SupervisionEvent::ActorFailed(cell, error) => {
+                tracing::warn!(actor = %cell.get_id(), %error, "workspace actor failed; the next request starts a fresh one");
+                state.forget(cell.get_id());
+            }
+            SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// The handle the rest of memvault uses: every call has a timeout.
+#[derive(Clone)]
+pub struct Workspaces {
+    registry: ActorRef<RegistryMsg>,
+    timeout: Duration,
+}
+
+impl Workspaces {
+    /// Starts the registry (unnamed: no global names, so tests can run many side by side).
+    pub async fn start(
+        args: RegistryArgs,
+        call_timeout: Duration,
+    ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
+        let (registry, handle) = Actor::spawn(None, RegistryActor, args).await?;
+        Ok((
+            Workspaces {
+                registry,
+                timeout: call_timeout,
+            },
+            handle,
+        ))
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        actor: &ActorRef<WorkspaceMsg>,
+        build: impl FnOnce(RpcReplyPort<T>) -> WorkspaceMsg,
+    ) -> Result<Option<T>, WorkspacesError> {
+        match actor.call(build, Some(self.timeout)).await {
+            Ok(ractor::rpc::CallResult::Success(value)) => Ok(Some(value)),
+            Ok(ractor::rpc::CallResult::Timeout) => Err(WorkspacesError::Timeout),
+            // The actor died between resolve and call: the caller resolves again.
+            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => Ok(None),
+        }
+    }
+
+    /// The live actor of a workspace, started if needed.
+    pub async fn resolve(
+        &self,
+        workspace_id: Uuid,
+    ) -> Result<ActorRef<WorkspaceMsg>, WorkspacesError> {
+        match self
+            .registry
+            .call(
+                |reply| RegistryMsg::Resolve {
+                    workspace_id,
+                    reply,
+                },
+                Some(self.timeout),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(resolved)) => resolved,
+            Ok(ractor::rpc::CallResult::Timeout) => Err(WorkspacesError::Timeout),
+            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
+                Err(WorkspacesError::Unavailable("registry stopped".to_string()))
+            }
+        }
+    }
+
+    /// Asks the workspace's actor, resolving once more if the actor died in between.
+    async fn ask<T: Send + 'static>(
+        &self,
+        workspace_id: Uuid,
+        build: impl Fn(RpcReplyPort<T>) -> WorkspaceMsg,
+    ) -> Result<T, WorkspacesError> {
+        for _ in 0..2 {
+            let actor = self.resolve(workspace_id).await?;
+            if let Some(value) = self.call(&actor, &build).await? {
+                return Ok(value);
+            }
+        }
+        Err(WorkspacesError::Unavailable(
+            "workspace actor keeps stopping".to_string(),
+        ))
+    }
+
+    /// Admits one request of `class`, reserving a memory slot when asked.
+    pub async fn admit(
+        &self,
+        workspace_id: Uuid,
+        class: EndpointClass,
+        reserve_memory: bool,
+    ) -> Result<Admission, WorkspacesError> {
+        self.ask(workspace_id, |reply| WorkspaceMsg::Admit {
+            class,
+            reserve_memory,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn usage(&self, workspace_id: Uuid) -> Result<Usage, WorkspacesError> {
+        self.ask(workspace_id, |reply| WorkspaceMsg::GetUsage { reply })
+            .await
+    }
+
+    /// Current memories were removed (deleted, forgotten).
+    pub fn memories_removed(&self, workspace_id: Uuid, count: u64) {
+        if count > 0 {
+            let message = WorkspaceMsg::RemoveMemories { count };
+            let _ = self.registry.cast(RegistryMsg::Forward {
+                workspace_id,
+                message,
+            });
+        }
+    }
+
+    /// The plan changed: applies to the next request.
+    pub fn plan_changed(&self, workspace_id: Uuid, plan: Plan) {
+        let message = WorkspaceMsg::SetPlan { plan };
+        let _ = self.registry.cast(RegistryMsg::Forward {
+            workspace_id,
+            message,
+        });
+    }
+
+    pub async fn live_count(&self) -> Result<usize, WorkspacesError> {
+        match self
+            .registry
+            .call(|reply| RegistryMsg::CountLive { reply }, Some(self.timeout))
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(n)) => Ok(n),
+            Ok(ractor::rpc::CallResult::Timeout) => Err(WorkspacesError::Timeout),
+            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
+                Err(WorkspacesError::Unavailable("registry stopped".to_string()))
+            }
+        }
+    }
+
+    pub fn stop(&self) {
+        self.registry.stop(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::tests::FakeStore;
+
+    fn registry_args(store: Arc<FakeStore>) -> RegistryArgs {
+        RegistryArgs {
+            store,
+            plans: Arc::new(PlanTable::default()),
+            rate_limits: true,
+            idle_timeout: Duration::from_secs(600),
+            refresh_every: Duration::from_secs(30),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dead_workspace_actor_is_replaced_on_the_next_request() {
+        let id = Uuid::new_v4();
+        let (workspaces, handle) = Workspaces::start(
+            registry_args(FakeStore::with(id, Plan::Free, 0)),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let first = workspaces.resolve(id).await.unwrap();
+        assert_eq!(
+            workspaces.resolve(id).await.unwrap().get_id(),
+            first.get_id()
+        );
+        first.kill();
+        // The registry survives its child's death and serves the next request with a new one.
+        assert!(matches!(
+            workspaces
+                .admit(id, EndpointClass::Read, false)
+                .await
+                .unwrap(),
+            Admission::Allowed { .. }
+        ));
+        let second = workspaces.resolve(id).await.unwrap();
+        assert_ne!(second.get_id(), first.get_id());
+        assert_eq!(workspaces.live_count().await.unwrap(), 1);
+        workspaces.stop();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn concurrent_first_requests_share_one_actor() {
+        let id = Uuid::new_v4();
+        let (workspaces, _handle) = Workspaces::start(
+            registry_args(FakeStore::with(id, Plan::Free, 0)),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let w = workspaces.clone();
+                tokio::spawn(async move { w.resolve(id).await.unwrap().get_id() })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for task in tasks {
+            ids.push(task.await.unwrap());
+        }
+        ids.dedup();
+        assert_eq!(ids.len(), 1);
+        workspaces.stop();
+    }
+
+    #[tokio::test]
+    async fn an_unknown_workspace_is_reported() {
+        let (workspaces, _handle) = Workspaces::start(
+            registry_args(Arc::new(FakeStore::default())),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let id = Uuid::new_v4();
+        assert!(
+            matches!(workspaces.resolve(id).await, Err(WorkspacesError::UnknownWorkspace(w)) if w == id)
+        );
+        assert_eq!(workspaces.live_count().await.unwrap(), 0);
+        workspaces.stop();
+    }
+
+    #[tokio::test]
+    async fn forwarded_plan_changes_reach_a_live_actor() {
+        let id = Uuid::new_v4();
+        let (workspaces, _handle) = Workspaces::start(
+            registry_args(FakeStore::with(id, Plan::Free, 0)),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(workspaces.usage(id).await.unwrap().plan, Plan::Free);
+        workspaces.plan_changed(id, Plan::Pro);
+        assert_eq!(workspaces.usage(id).await.unwrap().plan, Plan::Pro);
+        workspaces.stop();
+    }
+}

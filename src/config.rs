@@ -1,0 +1,200 @@
+//! Typed settings: built-in defaults, then an optional `memvault.toml` (or the file named by
+//! `MEMVAULT_CONFIG`), then `DATABASE_URL`, then `MEMVAULT_*` environment variables.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+use memvault_actors::PlanTable;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Switch {
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// SQLite's `synchronous` pragma in WAL mode: `full` syncs the log on every commit (a write
+/// acknowledged survives power loss), `normal` syncs at checkpoints (survives a process crash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteSync {
+    Normal,
+    Full,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryLimits {
+    pub free: u64,
+    pub hobby: u64,
+    pub pro: u64,
+    pub ultimate: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Where the default SQLite database lives.
+    pub data_dir: PathBuf,
+    /// `sqlite://...` or `postgres://...`; default a SQLite file in `data_dir`.
+    pub database_url: Option<String>,
+    /// Connections in the database pool.
+    pub db_max_connections: u32,
+    pub sqlite_synchronous: SqliteSync,
+    /// `off` for single-tenant self-hosting and benchmarks.
+    pub rate_limits: Switch,
+    pub memory_limits: MemoryLimits,
+    pub log_format: LogFormat,
+    /// A tracing filter, e.g. `info` or `memvault=debug,info`.
+    pub log_level: String,
+    /// Timeout of every call to an actor, in milliseconds.
+    pub actor_call_timeout_ms: u64,
+    /// A workspace actor idle this long stops (and reloads from storage when next needed).
+    pub workspace_idle_secs: u64,
+    /// How often a workspace actor re-reads its plan from storage.
+    pub plan_refresh_secs: u64,
+    /// Largest JSON body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Longest memory content, in characters.
+    pub max_content_chars: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("./data"),
+            database_url: None,
+            db_max_connections: 8,
+            sqlite_synchronous: SqliteSync::Full,
+            rate_limits: Switch::On,
+            memory_limits: MemoryLimits {
+                free: 1_000,
+                hobby: 10_000,
+                pro: 100_000,
+                ultimate: 1_000_000,
+            },
+            log_format: LogFormat::Text,
+            log_level: "info".to_string(),
+            actor_call_timeout_ms: 5_000,
+            workspace_idle_secs: 600,
+            plan_refresh_secs: 30,
+            max_body_bytes: 50 * 1024,
+            max_content_chars: 10_000,
+        }
+    }
+}
+
+impl Settings {
+    /// Defaults, then the config file, then the environment.
+    pub fn load() -> Result<Self, Box<figment::Error>> {
+        let file = std::env::var_os("MEMVAULT_CONFIG")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("memvault.toml"));
+        Self::figment(&file).extract().map_err(Box::new)
+    }
+
+    pub fn figment(config_file: &Path) -> Figment {
+        Figment::from(Serialized::defaults(Settings::default()))
+            .merge(Toml::file(config_file))
+            .merge(Env::raw().only(&["DATABASE_URL"]))
+            .merge(Env::prefixed("MEMVAULT_").ignore(&["CONFIG"]).split("__"))
+    }
+
+    /// The database URL in effect.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) if !url.trim().is_empty() => url.clone(),
+            _ => format!("sqlite://{}", self.data_dir.join("memvault.db").display()),
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        let url = self.database_url();
+        url.starts_with("postgres://") || url.starts_with("postgresql://")
+    }
+
+    pub fn plan_table(&self) -> PlanTable {
+        let m = self.memory_limits;
+        PlanTable::default().with_memory_limits(m.free, m.hobby, m.pro, m.ultimate)
+    }
+
+    /// The settings with secrets masked, for the start-up log.
+    pub fn redacted(&self) -> serde_json::Value {
+        let mut shown = self.clone();
+        shown.database_url = Some(mask_url_password(&self.database_url()));
+        serde_json::to_value(shown).unwrap_or_default()
+    }
+}
+
+/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`.
+pub fn mask_url_password(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => raw.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "memvault.toml",
+                "listen = \"0.0.0.0:9000\"\nlog_level = \"debug\"\n",
+            )?;
+            jail.set_env("DATABASE_URL", "postgres://a@h/db1");
+            jail.set_env("MEMVAULT_LOG_LEVEL", "warn");
+            jail.set_env("MEMVAULT_RATE_LIMITS", "off");
+            jail.set_env("MEMVAULT_MEMORY_LIMITS__FREE", "7");
+            let s: Settings = Settings::figment(Path::new("memvault.toml")).extract()?;
+            assert_eq!(s.listen, "0.0.0.0:9000".parse().unwrap());
+            assert_eq!(s.log_level, "warn");
+            assert_eq!(s.rate_limits, Switch::Off);
+            assert_eq!(s.memory_limits.free, 7);
+            assert_eq!(s.memory_limits.hobby, 10_000);
+            assert!(s.is_postgres());
+            jail.set_env("MEMVAULT_DATABASE_URL", "sqlite://x.db");
+            let s: Settings = Settings::figment(Path::new("memvault.toml")).extract()?;
+            assert_eq!(s.database_url(), "sqlite://x.db");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn default_database_is_a_sqlite_file_in_the_data_dir() {
+        let s = Settings::default();
+        assert_eq!(s.database_url(), "sqlite://./data/memvault.db");
+        assert!(!s.is_postgres());
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            mask_url_password("postgres://u:pw@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(
+            mask_url_password("sqlite://./data/m.db"),
+            "sqlite://./data/m.db"
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! The one error type of the services. `http::error` maps it to responses; nothing here knows
+//! about HTTP beyond the variant names.
+
+use memvault_actors::{RateStatus, WorkspacesError};
+
+/// A storage failure. Never shown to clients (it becomes a 500 with an `errorId`).
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+    /// A unique index refused a write (a concurrent duplicate, or an edit that would make one).
+    #[error("unique constraint violated")]
+    UniqueViolation,
+}
+
+impl StorageError {
+    /// Classifies a database error; unique violations become [`StorageError::UniqueViolation`].
+    pub fn from_db(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::Database(db) if db.is_unique_violation() => StorageError::UniqueViolation,
+            _ => StorageError::Database(error),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400; the message names the field.
+    #[error("invalid {field}: {message}")]
+    Validation { field: String, message: String },
+    /// 400, for a body or query that could not be read at all.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403 for a role or workspace the caller may not use.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 403 when the plan's memory limit is reached.
+    #[error("memory limit reached: this workspace's plan allows {limit} memories; delete memories or change plan")]
+    MemoryLimit { limit: u64 },
+    /// 404
+    #[error("{0}")]
+    NotFound(String),
+    /// 405
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 409
+    #[error("{0}")]
+    Conflict(String),
+    /// 413
+    #[error("request body too large")]
+    PayloadTooLarge,
+    /// 415
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 429
+    #[error("rate limit exceeded: {} requests per minute; retry after the window resets", rate.limit)]
+    RateLimited { rate: RateStatus },
+    /// 503: a workspace actor did not answer in time. Details are logged, not shown.
+    #[error("workspace service unavailable: {0}")]
+    Unavailable(String),
+    /// 500. Details are logged, not shown.
+    #[error(transparent)]
+    Storage(StorageError),
+    /// 500. Details are logged, not shown.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Validation {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn memory_not_found() -> Self {
+        Error::NotFound("memory not found".to_string())
+    }
+}
+
+impl From<StorageError> for Error {
+    fn from(error: StorageError) -> Self {
+        match error {
+            StorageError::UniqueViolation => Error::Conflict(
+                "a current memory with the same content already exists in this scope and project"
+                    .to_string(),
+            ),
+            StorageError::Database(_) | StorageError::Migrate(_) | StorageError::Corrupt(_) => {
+                Error::Storage(error)
+            }
+        }
+    }
+}
+
+impl From<WorkspacesError> for Error {
+    fn from(error: WorkspacesError) -> Self {
+        match error {
+            // A key pointing at a missing workspace: the key is no longer valid.
+            WorkspacesError::UnknownWorkspace(_) => {
+                Error::Unauthorized("invalid API key".to_string())
+            }
+            WorkspacesError::Timeout => Error::Unavailable(error.to_string()),
+            WorkspacesError::Unavailable(_) => Error::Unavailable(error.to_string()),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

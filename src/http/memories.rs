@@ -1,0 +1,181 @@
+//! Memory handlers: extract, call [`MemoryService`](crate::services::MemoryService), answer.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+
+use super::error::ErrorBody;
+use super::extract::{ApiJson, ApiQuery, OptionalJson};
+use super::AppState;
+use crate::error::Error;
+use crate::model::Source;
+use crate::services::memories::{
+    CreateMemory, FeedbackInput, ForgetInput, History, ListParams, MemoryList, MemoryView,
+    SaveResult, ScopeParams, Success, UpdateMemory,
+};
+use crate::services::Caller;
+
+/// Saves a memory. An exact duplicate (same normalised content, scope and project) returns the
+/// existing memory with status `duplicate`; `supersedes` stores the next version of a memory.
+#[utoipa::path(post, path = "/api/memories", tag = "memories", request_body = CreateMemory,
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "saved (or an existing duplicate)", body = SaveResult,
+            headers(("X-RateLimit-Limit" = u32), ("X-RateLimit-Remaining" = u32), ("X-RateLimit-Reset" = i64))),
+        (status = 400, description = "invalid field (named in `error`) or malformed JSON", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "memory limit of the plan reached, or another workspace", body = ErrorBody),
+        (status = 404, description = "the memory to supersede is not in this scope", body = ErrorBody),
+        (status = 409, description = "the memory to supersede is no longer current", body = ErrorBody),
+        (status = 413, description = "body over 50 KB", body = ErrorBody),
+        (status = 415, description = "body is not application/json", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(input): ApiJson<CreateMemory>,
+) -> Result<(StatusCode, Json<SaveResult>), Error> {
+    let saved = state.memories.create(&caller, input, Source::Api).await?;
+    Ok((StatusCode::CREATED, Json(saved)))
+}
+
+/// Lists current, non-deleted, non-expired memories of one scope, newest first.
+#[utoipa::path(get, path = "/api/memories", tag = "memories", params(ListParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "a page of memories", body = MemoryList),
+        (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<MemoryList>, Error> {
+    Ok(Json(state.memories.list(&caller, params).await?))
+}
+
+/// Reads one memory (any live version) of the given scope.
+#[utoipa::path(get, path = "/api/memories/{id}", tag = "memories",
+    params(("id" = String, Path, description = "memory id"), ScopeParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the memory", body = MemoryView),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such memory in this workspace and scope", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ScopeParams>,
+) -> Result<Json<MemoryView>, Error> {
+    Ok(Json(state.memories.get(&caller, &id, params).await?))
+}
+
+/// Updates the current version of a memory: a new `content` makes the next version; other
+/// fields are edited in place. Returns the memory as it now is.
+#[utoipa::path(patch, path = "/api/memories/{id}", tag = "memories", request_body = UpdateMemory,
+    params(("id" = String, Path, description = "memory id"), ScopeParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the updated memory (a new version when content changed)", body = MemoryView),
+        (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such memory in this workspace and scope", body = ErrorBody),
+        (status = 409, description = "not the current version, or the content duplicates another memory", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ScopeParams>,
+    ApiJson(input): ApiJson<UpdateMemory>,
+) -> Result<Json<MemoryView>, Error> {
+    Ok(Json(
+        state.memories.update(&caller, &id, params, input).await?,
+    ))
+}
+
+/// Soft-deletes one memory: it is excluded from all later retrieval.
+#[utoipa::path(delete, path = "/api/memories/{id}", tag = "memories",
+    params(("id" = String, Path, description = "memory id"), ScopeParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "deleted", body = Success),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such memory in this workspace and scope", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ScopeParams>,
+) -> Result<Json<Success>, Error> {
+    Ok(Json(state.memories.delete(&caller, &id, params).await?))
+}
+
+/// Forgets a memory: soft-deletes its whole version chain.
+#[utoipa::path(post, path = "/api/memories/{id}/forget", tag = "memories",
+    request_body(content = ForgetInput, description = "optional"),
+    params(("id" = String, Path, description = "memory id"), ScopeParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "forgotten", body = Success),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such memory in this workspace and scope", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn forget(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ScopeParams>,
+    OptionalJson(input): OptionalJson<ForgetInput>,
+) -> Result<Json<Success>, Error> {
+    Ok(Json(
+        state.memories.forget(&caller, &id, params, input).await?,
+    ))
+}
+
+/// The version chain of a memory: the current version and the earlier ones, newest first.
+#[utoipa::path(get, path = "/api/memories/{id}/history", tag = "memories",
+    params(("id" = String, Path, description = "memory id (any version of the chain)"), ScopeParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the chain", body = History),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such memory in this workspace and scope", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn history(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ScopeParams>,
+) -> Result<Json<History>, Error> {
+    Ok(Json(state.memories.history(&caller, &id, params).await?))
+}
+
+/// Rates a memory: `helpful` ranks it higher, `not_helpful` lower, `outdated` expires it now,
+/// `wrong` excludes it from search and profile until its content changes.
+#[utoipa::path(post, path = "/api/memories/{id}/feedback", tag = "memories", request_body = FeedbackInput,
+    params(("id" = String, Path, description = "memory id"), ScopeParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "recorded", body = Success),
+        (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such memory in this workspace and scope", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn feedback(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ScopeParams>,
+    ApiJson(input): ApiJson<FeedbackInput>,
+) -> Result<Json<Success>, Error> {
+    Ok(Json(
+        state.memories.feedback(&caller, &id, params, input).await?,
+    ))
+}

@@ -1,0 +1,95 @@
+//! The HTTP adapter: routing, the envelope every response goes through, and thin handlers that
+//! call the services.
+
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod memories;
+pub mod openapi;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request};
+use axum::routing::{get, post};
+use axum::{middleware, Router};
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::services::{AccountsService, MemoryService};
+use crate::storage::Store;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub accounts: AccountsService,
+    pub memories: MemoryService,
+    pub store: Arc<dyn Store>,
+}
+
+/// The API routes, without layers.
+fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/memories", get(memories::list).post(memories::create))
+        .route(
+            "/api/memories/{id}",
+            get(memories::get)
+                .patch(memories::update)
+                .delete(memories::delete),
+        )
+        .route("/api/memories/{id}/forget", post(memories::forget))
+        .route("/api/memories/{id}/history", get(memories::history))
+        .route("/api/memories/{id}/feedback", post(memories::feedback))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+}
+
+/// The whole application: routes (plus `extra`, which tests use), the API reference, and the
+/// layers every request passes through, outermost first: request id, tracing span, request id
+/// echoed on the response, the error envelope and rate-limit headers, panic catching, the body
+/// limit.
+pub fn app(state: AppState, max_body_bytes: usize, extra: Router<AppState>) -> Router {
+    let docs = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document());
+    Router::new()
+        .merge(routes())
+        .merge(extra)
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .with_state(state)
+        .merge(docs)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(|request: &Request<_>| {
+                            let request_id = request
+                                .headers()
+                                .get(REQUEST_ID)
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or_default();
+                            tracing::info_span!(
+                                "request",
+                                method = %request.method(),
+                                path = %request.uri().path(),
+                                request_id,
+                            )
+                        })
+                        .on_response(
+                            DefaultOnResponse::new()
+                                .level(Level::INFO)
+                                .latency_unit(tower_http::LatencyUnit::Micros),
+                        ),
+                )
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(middleware::from_fn(error::envelope))
+                .layer(CatchPanicLayer::custom(error::PanicResponse))
+                .layer(DefaultBodyLimit::max(max_body_bytes)),
+        )
+}

@@ -1,0 +1,58 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations.
+
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::error::ErrorBody;
+use super::{health, memories};
+use crate::model::{Category, Source};
+use crate::services::memories::{
+    CreateMemory, FeedbackInput, ForgetInput, History, HistoryEntry, MemoryList, MemoryListItem,
+    MemoryView, SaveResult, SaveStatus, Success, UpdateMemory,
+};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "memvault",
+        version = "1.1.0",
+        description = "Persistent, versioned, deduplicated memory for AI applications. Every \
+            response carries X-Request-Id; every error is {error, code, requestId} (+ errorId on \
+            5xx). `scope` is a hard isolation boundary: omitted, it selects the unscoped lane."
+    ),
+    paths(
+        memories::create, memories::list, memories::get, memories::update, memories::delete,
+        memories::forget, memories::history, memories::feedback,
+        health::healthz, health::readyz,
+    ),
+    components(schemas(
+        ErrorBody, CreateMemory, UpdateMemory, FeedbackInput, ForgetInput, MemoryView,
+        MemoryListItem, MemoryList, SaveResult, SaveStatus, History, HistoryEntry, Success,
+        Category, Source, health::Health, health::Readiness,
+    )),
+    modifiers(&ApiKeyScheme),
+    tags(
+        (name = "memories", description = "save, list, read, version, forget and rate memories"),
+        (name = "operations", description = "health and readiness"),
+    )
+)]
+pub struct ApiDoc;
+
+struct ApiKeyScheme;
+
+impl Modify for ApiKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-API-Key",
+                "a workspace API key, mc_...",
+            ))),
+        );
+    }
+}
+
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}

@@ -1,0 +1,15 @@
+//! memvault: a self-hostable memory and context vault for AI applications.
+//!
+//! Layers, each importing only downward (see ARCHITECTURE.md):
+//! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`]) -> [`services`] ->
+//! engines ([`storage`], the `memvault-actors` crate) -> [`config`], [`error`], [`model`].
+
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod model;
+pub mod services;
+pub mod startup;
+pub mod storage;
+pub mod telemetry;

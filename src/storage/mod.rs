@@ -1,0 +1,207 @@
+//! The storage engine: one [`Store`] trait, implemented over SQLite and PostgreSQL by the same
+//! SQL (see `sql.rs`). Every write is committed before the call returns.
+//!
+//! Representation, identical on both backends: ids are UUIDs, timestamps are Unix epoch
+//! microseconds, "no scope" and "no project" are the empty string (so that unique indexes see
+//! them), booleans are booleans.
+
+mod sql;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use uuid::Uuid;
+
+use crate::config::{Settings, SqliteSync};
+use crate::error::StorageError;
+use crate::model::{
+    ApiKey, FieldPatch, Lane, ListFilter, Memory, NewMemory, Plan, Rating, Workspace,
+};
+
+pub use sql::{PgStore, SqliteStore};
+
+pub type StoreResult<T> = Result<T, StorageError>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// What happened to a supersession.
+#[derive(Debug)]
+pub enum Superseded {
+    /// The new version, now current.
+    Created(Memory),
+    /// The memory to supersede is not in this lane (or deleted).
+    NotFound,
+    /// It is no longer the current version of its chain.
+    NotCurrent,
+    /// The new content duplicates a current memory in the lane: nothing changed.
+    Duplicate(Memory),
+}
+
+/// A feedback record to store with its effect on the memory.
+#[derive(Debug, Clone)]
+pub struct FeedbackRecord {
+    pub id: Uuid,
+    pub rating: Rating,
+    pub explanation: Option<String>,
+    pub at_micros: i64,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+    async fn ping(&self) -> StoreResult<()>;
+    async fn close(&self);
+
+    // Workspaces and keys.
+    async fn insert_workspace_with_key(
+        &self,
+        workspace: &Workspace,
+        key: &ApiKey,
+        key_hash: &str,
+    ) -> StoreResult<()>;
+    async fn workspace(&self, id: Uuid) -> StoreResult<Option<Workspace>>;
+    async fn set_plan(&self, id: Uuid, plan: Plan) -> StoreResult<bool>;
+    async fn workspace_count(&self) -> StoreResult<i64>;
+    async fn count_current_memories(&self, workspace_id: Uuid) -> StoreResult<i64>;
+    async fn api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
+    async fn touch_api_key(&self, id: Uuid, at_micros: i64) -> StoreResult<()>;
+
+    // Memories. Every read and write is confined to one lane.
+    async fn find_duplicate(
+        &self,
+        lane: &Lane,
+        project: &str,
+        content_hash: &str,
+    ) -> StoreResult<Option<Memory>>;
+    /// Inserts version 1 of a new chain; `None` when a current memory with the same content
+    /// already exists in the lane (a concurrent duplicate).
+    async fn insert_memory(&self, memory: &NewMemory) -> StoreResult<Option<Memory>>;
+    /// In one transaction: retires `old_id` (which must be current) and inserts its next version.
+    async fn supersede(
+        &self,
+        lane: &Lane,
+        old_id: Uuid,
+        memory: &NewMemory,
+    ) -> StoreResult<Superseded>;
+    /// A live (non-deleted) memory, current or not.
+    async fn memory(&self, lane: &Lane, id: Uuid) -> StoreResult<Option<Memory>>;
+    async fn list_memories(&self, filter: &ListFilter) -> StoreResult<(Vec<Memory>, i64)>;
+    /// Edits a current memory in place; `None` when there is no such current memory.
+    async fn update_memory_fields(
+        &self,
+        lane: &Lane,
+        id: Uuid,
+        patch: &FieldPatch,
+        at_micros: i64,
+    ) -> StoreResult<Option<Memory>>;
+    /// Soft-deletes one memory; `Some(was_current)`, or `None` when there is none.
+    async fn delete_memory(
+        &self,
+        lane: &Lane,
+        id: Uuid,
+        at_micros: i64,
+    ) -> StoreResult<Option<bool>>;
+    /// Soft-deletes the whole chain of `id`; `Some(current memories removed)`.
+    async fn forget_chain(&self, lane: &Lane, id: Uuid, at_micros: i64)
+        -> StoreResult<Option<u64>>;
+    /// The live versions of a chain, newest first.
+    async fn chain(&self, lane: &Lane, root_id: Uuid) -> StoreResult<Vec<Memory>>;
+    /// Stores feedback and applies its effect; `false` when the memory is not in the lane.
+    async fn record_feedback(
+        &self,
+        lane: &Lane,
+        id: Uuid,
+        feedback: &FeedbackRecord,
+    ) -> StoreResult<bool>;
+}
+
+/// Opens the configured database, applies migrations and returns the store.
+pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
+    let url = settings.database_url();
+    if settings.is_postgres() {
+        let options = PgConnectOptions::from_str(&url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.db_max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(Arc::new(PgStore::new(pool)))
+    } else {
+        let options = SqliteConnectOptions::from_str(&url)?;
+        if let Some(parent) = options.get_filename().parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    StorageError::Corrupt(format!("cannot create {}: {e}", parent.display()))
+                })?;
+            }
+        }
+        let options = options
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10))
+            .synchronous(match settings.sqlite_synchronous {
+                SqliteSync::Normal => SqliteSynchronous::Normal,
+                SqliteSync::Full => SqliteSynchronous::Full,
+            });
+        let pool = SqlitePoolOptions::new()
+            .max_connections(settings.db_max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(Arc::new(SqliteStore::new(pool)))
+    }
+}
+
+/// The actors reach storage through this adapter.
+pub struct ActorStore(pub Arc<dyn Store>);
+
+#[async_trait]
+impl memvault_actors::WorkspaceStore for ActorStore {
+    async fn load_workspace(
+        &self,
+        workspace_id: Uuid,
+    ) -> Result<memvault_actors::WorkspaceSnapshot, memvault_actors::StoreFailure> {
+        let failure = |e: StorageError| memvault_actors::StoreFailure::Other(e.to_string());
+        let workspace = self
+            .0
+            .workspace(workspace_id)
+            .await
+            .map_err(failure)?
+            .ok_or(memvault_actors::StoreFailure::UnknownWorkspace(
+                workspace_id,
+            ))?;
+        let count = self
+            .0
+            .count_current_memories(workspace_id)
+            .await
+            .map_err(failure)?;
+        Ok(memvault_actors::WorkspaceSnapshot {
+            plan: workspace.plan.unwrap_or_default(),
+            memory_count: count.max(0) as u64,
+        })
+    }
+
+    async fn load_workspace_plan(
+        &self,
+        workspace_id: Uuid,
+    ) -> Result<Plan, memvault_actors::StoreFailure> {
+        match self.0.workspace(workspace_id).await {
+            Ok(Some(workspace)) => Ok(workspace.plan.unwrap_or_default()),
+            Ok(None) => Err(memvault_actors::StoreFailure::UnknownWorkspace(
+                workspace_id,
+            )),
+            Err(e) => Err(memvault_actors::StoreFailure::Other(e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,612 @@
+//! The SQL of [`Store`], written once and instantiated for SQLite and PostgreSQL by
+//! `sql_store!`. Both accept `$N` placeholders; dialect differences are kept out of the SQL
+//! (integer timestamps, empty-string "none", `ON CONFLICT DO NOTHING ... RETURNING`).
+
+use async_trait::async_trait;
+use sqlx::{FromRow, QueryBuilder};
+use uuid::Uuid;
+
+use super::{Backend, FeedbackRecord, Store, StoreResult, Superseded};
+use crate::error::StorageError;
+use crate::model::{
+    content_hash, from_micros, to_micros, ApiKey, Category, FieldPatch, Lane, ListFilter, Memory,
+    NewMemory, Plan, Rating, Source, Workspace,
+};
+
+macro_rules! memory_columns {
+    () => {
+        "id, workspace_id, user_id, content, source, category, scope, project, version, \
+         is_current, root_id, supersedes_id, valid_from, valid_until, created_at, updated_at, \
+         flagged_wrong, helpful_count, not_helpful_count"
+    };
+}
+
+const INSERT_MEMORY: &str = concat!(
+    "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, content_hash, \
+     source, category, scope, project, version, is_current, root_id, supersedes_id, valid_from, \
+     valid_until, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+     TRUE, $12, $13, $14, $15, $16, $16) ON CONFLICT DO NOTHING RETURNING ",
+    memory_columns!()
+);
+
+#[derive(FromRow)]
+struct MemoryRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    user_id: String,
+    content: String,
+    source: String,
+    category: String,
+    scope: String,
+    project: String,
+    version: i64,
+    is_current: bool,
+    root_id: Uuid,
+    supersedes_id: Option<Uuid>,
+    valid_from: Option<i64>,
+    valid_until: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    flagged_wrong: bool,
+    helpful_count: i64,
+    not_helpful_count: i64,
+}
+
+impl TryFrom<MemoryRow> for Memory {
+    type Error = StorageError;
+    fn try_from(row: MemoryRow) -> Result<Self, StorageError> {
+        let corrupt = |what: &str, value: &str| {
+            StorageError::Corrupt(format!("memory {}: bad {what} '{value}'", row.id))
+        };
+        Ok(Memory {
+            source: row
+                .source
+                .parse::<Source>()
+                .map_err(|_| corrupt("source", &row.source))?,
+            category: row
+                .category
+                .parse::<Category>()
+                .map_err(|_| corrupt("category", &row.category))?,
+            id: row.id,
+            workspace_id: row.workspace_id,
+            user_id: row.user_id,
+            content: row.content,
+            scope: row.scope,
+            project: row.project,
+            version: row.version,
+            is_current: row.is_current,
+            root_id: row.root_id,
+            supersedes_id: row.supersedes_id,
+            valid_from: row.valid_from.map(from_micros),
+            valid_until: row.valid_until.map(from_micros),
+            created_at: from_micros(row.created_at),
+            updated_at: from_micros(row.updated_at),
+            flagged_wrong: row.flagged_wrong,
+            helpful_count: row.helpful_count,
+            not_helpful_count: row.not_helpful_count,
+        })
+    }
+}
+
+fn memories(rows: Vec<MemoryRow>) -> StoreResult<Vec<Memory>> {
+    rows.into_iter().map(Memory::try_from).collect()
+}
+
+fn memory(row: Option<MemoryRow>) -> StoreResult<Option<Memory>> {
+    row.map(Memory::try_from).transpose()
+}
+
+#[derive(FromRow)]
+struct WorkspaceRow {
+    id: Uuid,
+    name: String,
+    slug: String,
+    plan: Option<String>,
+    created_at: i64,
+}
+
+impl TryFrom<WorkspaceRow> for Workspace {
+    type Error = StorageError;
+    fn try_from(row: WorkspaceRow) -> Result<Self, StorageError> {
+        let plan = match row.plan {
+            Some(plan) => Some(
+                plan.parse::<Plan>()
+                    .map_err(|e| StorageError::Corrupt(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(Workspace {
+            id: row.id,
+            name: row.name,
+            slug: row.slug,
+            plan,
+            created_at: from_micros(row.created_at),
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct ApiKeyRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    name: String,
+    prefix: String,
+    created_at: i64,
+    last_used_at: Option<i64>,
+    revoked_at: Option<i64>,
+}
+
+impl From<ApiKeyRow> for ApiKey {
+    fn from(row: ApiKeyRow) -> Self {
+        ApiKey {
+            id: row.id,
+            workspace_id: row.workspace_id,
+            name: row.name,
+            prefix: row.prefix,
+            created_at: from_micros(row.created_at),
+            last_used_at: row.last_used_at.map(from_micros),
+            revoked_at: row.revoked_at.map(from_micros),
+        }
+    }
+}
+
+/// `%`, `_` and `\` escaped for `LIKE ... ESCAPE '\'`, wrapped for a substring match.
+fn like_pattern(needle: &str) -> String {
+    let mut pattern = String::with_capacity(needle.len() + 2);
+    pattern.push('%');
+    for c in needle.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+macro_rules! feedback_update {
+    ($effect:literal) => {
+        concat!(
+            "UPDATE memories SET ",
+            $effect,
+            ", updated_at = $1 WHERE id = $2 AND workspace_id = $3 AND scope = $4 \
+             AND deleted_at IS NULL"
+        )
+    };
+}
+
+/// The update that applies a rating's effect to its memory.
+fn feedback_update(rating: Rating) -> &'static str {
+    match rating {
+        Rating::Helpful => feedback_update!("helpful_count = helpful_count + 1"),
+        Rating::NotHelpful => feedback_update!("not_helpful_count = not_helpful_count + 1"),
+        // Expires now, unless it already expired earlier.
+        Rating::Outdated => feedback_update!(
+            "valid_until = CASE WHEN valid_until IS NULL OR valid_until > $1 THEN $1 ELSE valid_until END"
+        ),
+        Rating::Wrong => feedback_update!("flagged_wrong = TRUE"),
+    }
+}
+
+macro_rules! sql_store {
+    ($store:ident, $db:ty, $backend:expr) => {
+        /// The store over this backend's pool.
+        #[derive(Clone)]
+        pub struct $store {
+            pool: sqlx::Pool<$db>,
+        }
+
+        impl $store {
+            pub fn new(pool: sqlx::Pool<$db>) -> Self {
+                Self { pool }
+            }
+
+            pub fn pool(&self) -> &sqlx::Pool<$db> {
+                &self.pool
+            }
+
+            fn push_list_filters(qb: &mut QueryBuilder<$db>, f: &ListFilter) {
+                qb.push(" FROM memories WHERE workspace_id = ");
+                qb.push_bind(f.lane.workspace_id);
+                qb.push(" AND scope = ");
+                qb.push_bind(f.lane.scope.clone());
+                qb.push(" AND is_current AND deleted_at IS NULL");
+                if !f.include_expired {
+                    qb.push(" AND (valid_until IS NULL OR valid_until > ");
+                    qb.push_bind(to_micros(f.now));
+                    qb.push(")");
+                }
+                if !f.categories.is_empty() {
+                    qb.push(" AND category IN (");
+                    let mut list = qb.separated(", ");
+                    for category in &f.categories {
+                        list.push_bind(category.as_str());
+                    }
+                    qb.push(")");
+                }
+                if !f.projects.is_empty() {
+                    qb.push(" AND project IN (");
+                    let mut list = qb.separated(", ");
+                    for project in &f.projects {
+                        list.push_bind(project.clone());
+                    }
+                    qb.push(")");
+                }
+                if let Some(search) = &f.search {
+                    qb.push(" AND content_norm LIKE ");
+                    qb.push_bind(like_pattern(search));
+                    qb.push(" ESCAPE '\\'");
+                }
+            }
+
+            async fn insert_version(
+                executor: impl sqlx::Executor<'_, Database = $db>,
+                m: &NewMemory,
+                version: i64,
+                root_id: Uuid,
+                supersedes_id: Option<Uuid>,
+            ) -> StoreResult<Option<MemoryRow>> {
+                let norm = m.content_norm();
+                let hash = content_hash(&norm);
+                sqlx::query_as::<$db, MemoryRow>(INSERT_MEMORY)
+                    .bind(m.id)
+                    .bind(m.workspace_id)
+                    .bind(&m.user_id)
+                    .bind(&m.content)
+                    .bind(norm)
+                    .bind(hash)
+                    .bind(m.source.as_str())
+                    .bind(m.category.as_str())
+                    .bind(&m.scope)
+                    .bind(&m.project)
+                    .bind(version)
+                    .bind(root_id)
+                    .bind(supersedes_id)
+                    .bind(m.valid_from.map(to_micros))
+                    .bind(m.valid_until.map(to_micros))
+                    .bind(to_micros(m.created_at))
+                    .fetch_optional(executor)
+                    .await
+                    .map_err(StorageError::from_db)
+            }
+        }
+
+        #[async_trait]
+        impl Store for $store {
+            fn backend(&self) -> Backend {
+                $backend
+            }
+
+            async fn ping(&self) -> StoreResult<()> {
+                sqlx::query("SELECT 1").execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn close(&self) {
+                self.pool.close().await;
+            }
+
+            async fn insert_workspace_with_key(
+                &self,
+                w: &Workspace,
+                key: &ApiKey,
+                key_hash: &str,
+            ) -> StoreResult<()> {
+                let mut tx = self.pool.begin().await?;
+                sqlx::query("INSERT INTO workspaces (id, name, slug, plan, created_at) VALUES ($1, $2, $3, $4, $5)")
+                    .bind(w.id)
+                    .bind(&w.name)
+                    .bind(&w.slug)
+                    .bind(w.plan.map(Plan::as_str))
+                    .bind(to_micros(w.created_at))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StorageError::from_db)?;
+                sqlx::query(
+                    "INSERT INTO api_keys (id, workspace_id, name, prefix, key_hash, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(key.id)
+                .bind(key.workspace_id)
+                .bind(&key.name)
+                .bind(&key.prefix)
+                .bind(key_hash)
+                .bind(to_micros(key.created_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(StorageError::from_db)?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn workspace(&self, id: Uuid) -> StoreResult<Option<Workspace>> {
+                sqlx::query_as::<$db, WorkspaceRow>(
+                    "SELECT id, name, slug, plan, created_at FROM workspaces WHERE id = $1",
+                )
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(Workspace::try_from)
+                .transpose()
+            }
+
+            async fn set_plan(&self, id: Uuid, plan: Plan) -> StoreResult<bool> {
+                let done = sqlx::query("UPDATE workspaces SET plan = $1 WHERE id = $2")
+                    .bind(plan.as_str())
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn workspace_count(&self) -> StoreResult<i64> {
+                Ok(sqlx::query_scalar::<$db, i64>("SELECT COUNT(*) FROM workspaces")
+                    .fetch_one(&self.pool)
+                    .await?)
+            }
+
+            async fn count_current_memories(&self, workspace_id: Uuid) -> StoreResult<i64> {
+                Ok(sqlx::query_scalar::<$db, i64>(
+                    "SELECT COUNT(*) FROM memories WHERE workspace_id = $1 AND is_current AND deleted_at IS NULL",
+                )
+                .bind(workspace_id)
+                .fetch_one(&self.pool)
+                .await?)
+            }
+
+            async fn api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>> {
+                Ok(sqlx::query_as::<$db, ApiKeyRow>(
+                    "SELECT id, workspace_id, name, prefix, created_at, last_used_at, revoked_at \
+                     FROM api_keys WHERE key_hash = $1",
+                )
+                .bind(key_hash)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(ApiKey::from))
+            }
+
+            async fn touch_api_key(&self, id: Uuid, at_micros: i64) -> StoreResult<()> {
+                sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                    .bind(at_micros)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn find_duplicate(
+                &self,
+                lane: &Lane,
+                project: &str,
+                content_hash: &str,
+            ) -> StoreResult<Option<Memory>> {
+                let row = sqlx::query_as::<$db, MemoryRow>(concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    " FROM memories WHERE workspace_id = $1 AND scope = $2 AND project = $3 \
+                     AND content_hash = $4 AND is_current AND deleted_at IS NULL"
+                ))
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .bind(project)
+                .bind(content_hash)
+                .fetch_optional(&self.pool)
+                .await?;
+                memory(row)
+            }
+
+            async fn insert_memory(&self, m: &NewMemory) -> StoreResult<Option<Memory>> {
+                memory(Self::insert_version(&self.pool, m, 1, m.id, None).await?)
+            }
+
+            async fn supersede(&self, lane: &Lane, old_id: Uuid, m: &NewMemory) -> StoreResult<Superseded> {
+                let mut tx = self.pool.begin().await?;
+                // The write comes first: it takes the write lock (SQLite) or the row lock
+                // (PostgreSQL), so a concurrent supersession of the same memory waits here and
+                // then finds it no longer current.
+                let retired: Option<(i64, Uuid)> = sqlx::query_as(
+                    "UPDATE memories SET is_current = FALSE, updated_at = $1 WHERE id = $2 \
+                     AND workspace_id = $3 AND scope = $4 AND is_current AND deleted_at IS NULL \
+                     RETURNING version, root_id",
+                )
+                .bind(to_micros(m.created_at))
+                .bind(old_id)
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((version, root_id)) = retired else {
+                    let exists: Option<bool> = sqlx::query_scalar(
+                        "SELECT is_current FROM memories WHERE id = $1 AND workspace_id = $2 \
+                         AND scope = $3 AND deleted_at IS NULL",
+                    )
+                    .bind(old_id)
+                    .bind(lane.workspace_id)
+                    .bind(&lane.scope)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    tx.rollback().await?;
+                    return Ok(match exists {
+                        Some(_) => Superseded::NotCurrent,
+                        None => Superseded::NotFound,
+                    });
+                };
+                match Self::insert_version(&mut *tx, m, version + 1, root_id, Some(old_id)).await? {
+                    Some(row) => {
+                        tx.commit().await?;
+                        Ok(Superseded::Created(Memory::try_from(row)?))
+                    }
+                    None => {
+                        tx.rollback().await?;
+                        let hash = content_hash(&m.content_norm());
+                        match self.find_duplicate(lane, &m.project, &hash).await? {
+                            Some(existing) => Ok(Superseded::Duplicate(existing)),
+                            None => Err(StorageError::UniqueViolation),
+                        }
+                    }
+                }
+            }
+
+            async fn memory(&self, lane: &Lane, id: Uuid) -> StoreResult<Option<Memory>> {
+                let row = sqlx::query_as::<$db, MemoryRow>(concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    " FROM memories WHERE id = $1 AND workspace_id = $2 AND scope = $3 AND deleted_at IS NULL"
+                ))
+                .bind(id)
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .fetch_optional(&self.pool)
+                .await?;
+                memory(row)
+            }
+
+            async fn list_memories(&self, f: &ListFilter) -> StoreResult<(Vec<Memory>, i64)> {
+                let mut count = QueryBuilder::<$db>::new("SELECT COUNT(*)");
+                Self::push_list_filters(&mut count, f);
+                let total: i64 = count.build_query_scalar().fetch_one(&self.pool).await?;
+                if total <= f.offset {
+                    return Ok((Vec::new(), total));
+                }
+                let mut page = QueryBuilder::<$db>::new(concat!("SELECT ", memory_columns!()));
+                Self::push_list_filters(&mut page, f);
+                page.push(" ORDER BY seq DESC LIMIT ");
+                page.push_bind(f.limit);
+                page.push(" OFFSET ");
+                page.push_bind(f.offset);
+                let rows: Vec<MemoryRow> = page.build_query_as().fetch_all(&self.pool).await?;
+                Ok((memories(rows)?, total))
+            }
+
+            async fn update_memory_fields(
+                &self,
+                lane: &Lane,
+                id: Uuid,
+                patch: &FieldPatch,
+                at_micros: i64,
+            ) -> StoreResult<Option<Memory>> {
+                let mut qb = QueryBuilder::<$db>::new("UPDATE memories SET updated_at = ");
+                qb.push_bind(at_micros);
+                if let Some(category) = patch.category {
+                    qb.push(", category = ");
+                    qb.push_bind(category.as_str());
+                }
+                if let Some(project) = &patch.project {
+                    qb.push(", project = ");
+                    qb.push_bind(project.clone());
+                }
+                if let Some(valid_from) = patch.valid_from {
+                    qb.push(", valid_from = ");
+                    qb.push_bind(valid_from.map(to_micros));
+                }
+                if let Some(valid_until) = patch.valid_until {
+                    qb.push(", valid_until = ");
+                    qb.push_bind(valid_until.map(to_micros));
+                }
+                qb.push(" WHERE id = ");
+                qb.push_bind(id);
+                qb.push(" AND workspace_id = ");
+                qb.push_bind(lane.workspace_id);
+                qb.push(" AND scope = ");
+                qb.push_bind(lane.scope.clone());
+                qb.push(concat!(" AND is_current AND deleted_at IS NULL RETURNING ", memory_columns!()));
+                let row: Option<MemoryRow> = qb
+                    .build_query_as()
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(StorageError::from_db)?;
+                memory(row)
+            }
+
+            async fn delete_memory(&self, lane: &Lane, id: Uuid, at_micros: i64) -> StoreResult<Option<bool>> {
+                Ok(sqlx::query_scalar::<$db, bool>(
+                    "UPDATE memories SET deleted_at = $1, updated_at = $1 WHERE id = $2 \
+                     AND workspace_id = $3 AND scope = $4 AND deleted_at IS NULL RETURNING is_current",
+                )
+                .bind(at_micros)
+                .bind(id)
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn forget_chain(&self, lane: &Lane, id: Uuid, at_micros: i64) -> StoreResult<Option<u64>> {
+                let removed: Vec<bool> = sqlx::query_scalar::<$db, bool>(
+                    "UPDATE memories SET deleted_at = $1, updated_at = $1 WHERE workspace_id = $2 \
+                     AND scope = $3 AND deleted_at IS NULL AND root_id = (SELECT root_id FROM \
+                     memories WHERE id = $4 AND workspace_id = $2 AND scope = $3 AND deleted_at IS NULL) \
+                     RETURNING is_current",
+                )
+                .bind(at_micros)
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
+                if removed.is_empty() {
+                    return Ok(None);
+                }
+                Ok(Some(removed.into_iter().filter(|current| *current).count() as u64))
+            }
+
+            async fn chain(&self, lane: &Lane, root_id: Uuid) -> StoreResult<Vec<Memory>> {
+                let rows = sqlx::query_as::<$db, MemoryRow>(concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    " FROM memories WHERE root_id = $1 AND workspace_id = $2 AND scope = $3 \
+                     AND deleted_at IS NULL ORDER BY version DESC"
+                ))
+                .bind(root_id)
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .fetch_all(&self.pool)
+                .await?;
+                memories(rows)
+            }
+
+            async fn record_feedback(&self, lane: &Lane, id: Uuid, fb: &FeedbackRecord) -> StoreResult<bool> {
+                let mut tx = self.pool.begin().await?;
+                let done = sqlx::query(feedback_update(fb.rating))
+                    .bind(fb.at_micros)
+                    .bind(id)
+                    .bind(lane.workspace_id)
+                    .bind(&lane.scope)
+                    .execute(&mut *tx)
+                    .await?;
+                if done.rows_affected() == 0 {
+                    tx.rollback().await?;
+                    return Ok(false);
+                }
+                sqlx::query(
+                    "INSERT INTO memory_feedback (id, memory_id, workspace_id, rating, explanation, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(fb.id)
+                .bind(id)
+                .bind(lane.workspace_id)
+                .bind(fb.rating.as_str())
+                .bind(&fb.explanation)
+                .bind(fb.at_micros)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+        }
+    };
+}
+
+sql_store!(SqliteStore, sqlx::Sqlite, Backend::Sqlite);
+sql_store!(PgStore, sqlx::Postgres, Backend::Postgres);
+
+#[cfg(test)]
+mod tests {
+    use super::like_pattern;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
+        assert_eq!(like_pattern("tea"), "%tea%");
+    }
+}
