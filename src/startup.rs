@@ -90,6 +90,11 @@ impl Application {
             .expect("a bound listener has an address")
     }
 
+    /// The store (tests and benchmarks seed workspaces through it).
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
     /// The workspace actors (tests use it to kill one).
     pub fn workspaces(&self) -> &Workspaces {
         &self.workspaces

@@ -1,1 +1,13 @@
+//! The one integration-test binary: every test drives a real server over HTTP.
+//!
+//! Backend: SQLite (a fresh file per test) by default; PostgreSQL (a fresh database per test)
+//! when `MEMVAULT_TEST_DATABASE_URL` is a `postgres://` URL. The same suite runs on both.
 
+mod helpers;
+
+mod actors;
+mod cli;
+mod envelope;
+mod keys;
+mod memories;
+mod operations;

@@ -1,0 +1,283 @@
+//! The command line and the server process: first run, admin commands, JSON logs, SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use memvault::config::Switch;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{fresh_database, spawn_on, test_settings, TestDb};
+
+fn memvault(db: &TestDb, data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_memvault"));
+    command
+        .env("DATABASE_URL", &db.url)
+        .env("MEMVAULT_DATA_DIR", data_dir)
+        .env_remove("MEMVAULT_DATABASE_URL")
+        .env_remove("RUST_LOG");
+    command
+}
+
+fn admin(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (bool, Value, String) {
+    let output = memvault(db, dir)
+        .arg("admin")
+        .args(args)
+        .output()
+        .expect("run memvault admin");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let json = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    (output.status.success(), json, stderr)
+}
+
+#[tokio::test]
+async fn create_workspace_prints_a_key_that_works() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, created, stderr) = admin(
+        &db,
+        dir.path(),
+        &["create-workspace", "--name", "Acme", "--plan", "pro"],
+    );
+    assert!(ok, "{stderr}");
+    let key = created["apiKey"].as_str().expect("apiKey").to_string();
+    let workspace_id = created["workspaceId"]
+        .as_str()
+        .expect("workspaceId")
+        .to_string();
+    assert!(key.starts_with("mc_") && key.len() >= 35);
+    assert!(uuid::Uuid::parse_str(&workspace_id).is_ok());
+
+    let mut settings = test_settings(&db);
+    settings.plan_refresh_secs = 1;
+    let app = spawn_on(db, settings).await;
+    let save = |content: &str| {
+        app.client
+            .request(Method::POST, app.url("/api/memories"))
+            .header("X-API-Key", &key)
+            .json(&json!({"content": content}))
+    };
+    let response = save("hello from the CLI key").send().await.unwrap();
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["x-ratelimit-limit"], "300");
+
+    // set-plan from another process reaches the running server within its refresh period.
+    let (ok, changed, stderr) = admin(
+        &app.db,
+        dir.path(),
+        &["set-plan", "--workspace", &workspace_id, "--plan", "hobby"],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(changed["plan"], "hobby");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut n = 0;
+    loop {
+        n += 1;
+        let response = save(&format!("after plan change {n}"))
+            .send()
+            .await
+            .unwrap();
+        if response.headers()["x-ratelimit-limit"] == "100" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the plan change never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn admin_commands_refuse_bad_input_clearly() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &["create-workspace", "--name", "X", "--plan", "gold"],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("unknown plan 'gold'"), "{stderr}");
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &[
+            "set-plan",
+            "--workspace",
+            &uuid::Uuid::new_v4().to_string(),
+            "--plan",
+            "pro",
+        ],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("not found"), "{stderr}");
+    let (ok, _, stderr) = admin(&db, dir.path(), &["create-workspace", "--name", "   "]);
+    assert!(!ok);
+    assert!(stderr.contains("name"), "{stderr}");
+}
+
+/// Runs `memvault serve` and collects its stderr lines.
+struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    fn start(db: &TestDb, dir: &std::path::Path) -> Server {
+        let mut child = memvault(db, dir)
+            .arg("serve")
+            .env("MEMVAULT_LISTEN", "127.0.0.1:0")
+            .env("MEMVAULT_LOG_FORMAT", "json")
+            .env("MEMVAULT_RATE_LIMITS", "off")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start memvault serve");
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Server {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a log line containing `needle`.
+    fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+            return line.clone();
+        }
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(line.clone());
+            if line.contains(needle) {
+                return line;
+            }
+        }
+        panic!(
+            "no log line with '{needle}'; saw:\n{}",
+            self.seen.join("\n")
+        );
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+#[tokio::test]
+async fn serve_guides_a_newcomer_logs_json_and_stops_gracefully_on_sigterm() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&db, dir.path());
+    let config = server.wait_for("effective configuration");
+    assert!(!config.contains("secret"), "{config}");
+    let hint = server.wait_for("no workspace yet");
+    assert!(hint.contains("memvault admin create-workspace"), "{hint}");
+    let listening: Value =
+        serde_json::from_str(&server.wait_for("memvault listening")).expect("JSON log line");
+    let address = listening["address"]
+        .as_str()
+        .expect("address field")
+        .to_string();
+
+    let (ok, created, stderr) = admin(&db, dir.path(), &["create-workspace", "--name", "Newcomer"]);
+    assert!(ok, "{stderr}");
+    let client = reqwest::Client::new();
+    let response = client
+        .post(format!("http://{address}/api/memories"))
+        .header("X-API-Key", created["apiKey"].as_str().unwrap())
+        .header("x-request-id", "newcomer-request-1")
+        .json(&json!({"content": "my first memory"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let listed: Value = client
+        .get(format!("http://{address}/api/memories"))
+        .header("X-API-Key", created["apiKey"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["memories"][0]["content"], "my first memory");
+
+    // The request's span (with its id) is in the JSON log.
+    let logged: Value =
+        serde_json::from_str(&server.wait_for("newcomer-request-1")).expect("JSON log line");
+    assert_eq!(
+        logged["span"]["request_id"], "newcomer-request-1",
+        "{logged}"
+    );
+
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    server.wait_for("in-flight requests finished");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn config_file_and_env_are_layered() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("custom.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:0\"\nrate_limits = \"off\"\nlog_level = \"info\"\n",
+    )
+    .unwrap();
+    let mut child = memvault(&db, dir.path())
+        .arg("serve")
+        .env("MEMVAULT_CONFIG", &file)
+        .env("MEMVAULT_LOG_FORMAT", "json")
+        .env("MEMVAULT_WORKSPACE_IDLE_SECS", "42")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut config_line = None;
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if line.contains("effective configuration") {
+            config_line = Some(line);
+            break;
+        }
+    }
+    let _ = child.kill();
+    let line: Value = serde_json::from_str(&config_line.expect("config logged")).unwrap();
+    let config: Value = serde_json::from_str(line["config"].as_str().unwrap()).unwrap();
+    assert_eq!(config["rate_limits"], json!(Switch::Off));
+    assert_eq!(config["workspace_idle_secs"], 42);
+    assert_eq!(config["listen"], "127.0.0.1:0");
+}

@@ -1,0 +1,280 @@
+//! `spawn_app()`: a server on port 0 with a fresh database, a workspace and its key.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::get;
+use axum::Router;
+use memvault::config::{LogFormat, Settings, Switch};
+use memvault::http::AppState;
+use memvault::model::Plan;
+use memvault::services::AccountsService;
+use memvault::startup::Application;
+use memvault::storage::Store;
+use memvault_actors::Workspaces;
+use reqwest::{Method, RequestBuilder, Response};
+use serde_json::Value;
+use sqlx::Connection;
+use tokio::sync::{oneshot, OnceCell};
+use uuid::Uuid;
+
+pub const TEST_DB_ENV: &str = "MEMVAULT_TEST_DATABASE_URL";
+
+/// The PostgreSQL server URL under test, if any.
+pub fn postgres_url() -> Option<String> {
+    std::env::var(TEST_DB_ENV)
+        .ok()
+        .filter(|url| url.starts_with("postgres"))
+}
+
+/// A fresh database: a SQLite file in a temp dir, or a new PostgreSQL database.
+pub struct TestDb {
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+static PG_CLEANED: OnceCell<()> = OnceCell::const_new();
+
+pub async fn fresh_database() -> TestDb {
+    match postgres_url() {
+        Some(server) => {
+            let mut admin = sqlx::PgConnection::connect(&server)
+                .await
+                .expect("connect to the test PostgreSQL server");
+            // Databases left by earlier runs are dropped once per run.
+            PG_CLEANED
+                .get_or_init(|| async {
+                    let mut admin = sqlx::PgConnection::connect(&server).await.expect("connect");
+                    let old: Vec<String> = sqlx::query_scalar(
+                        "SELECT datname FROM pg_database WHERE datname LIKE 'memvault_test_%'",
+                    )
+                    .fetch_all(&mut admin)
+                    .await
+                    .expect("list old test databases");
+                    for name in old {
+                        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                        )))
+                        .execute(&mut admin)
+                        .await;
+                    }
+                })
+                .await;
+            let name = format!("memvault_test_{}", Uuid::new_v4().simple());
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+                .execute(&mut admin)
+                .await
+                .expect("create the test database");
+            let mut url = url::Url::parse(&server).expect("a valid PostgreSQL URL");
+            url.set_path(&name);
+            TestDb {
+                url: url.to_string(),
+                _dir: None,
+            }
+        }
+        None => {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = format!("sqlite://{}", dir.path().join("memvault.db").display());
+            TestDb {
+                url,
+                _dir: Some(dir),
+            }
+        }
+    }
+}
+
+pub fn test_settings(db: &TestDb) -> Settings {
+    let level = std::env::var("TEST_LOG").unwrap_or_else(|_| "off".to_string());
+    memvault::telemetry::init(LogFormat::Text, &level);
+    Settings {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: Some(db.url.clone()),
+        rate_limits: Switch::On,
+        log_level: level,
+        db_max_connections: 5,
+        ..Settings::default()
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub workspace_id: Uuid,
+    pub api_key: String,
+    pub store: Arc<dyn Store>,
+    pub workspaces: Workspaces,
+    pub db: TestDb,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// A route that panics, to prove the server survives it.
+async fn panics() -> &'static str {
+    panic!("deliberate test panic")
+}
+
+/// A slow route, to prove shutdown waits for requests in flight.
+async fn slow() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    "finished"
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let db = fresh_database().await;
+    let mut settings = test_settings(&db);
+    configure(&mut settings);
+    spawn_on(db, settings).await
+}
+
+pub async fn spawn_on(db: TestDb, settings: Settings) -> TestApp {
+    let extra: Router<AppState> = Router::new()
+        .route("/test/panic", get(panics))
+        .route("/test/slow", get(slow));
+    let app = Application::build_with_routes(&settings, extra)
+        .await
+        .expect("build the app");
+    let address = format!("http://{}", app.local_addr());
+    let store = app.store();
+    let workspaces = app.workspaces().clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let accounts = AccountsService::new(store.clone(), Some(workspaces.clone()));
+    let (workspace, api_key) = accounts
+        .create_workspace("Test Workspace", None)
+        .await
+        .expect("workspace");
+    TestApp {
+        address,
+        client: reqwest::Client::new(),
+        workspace_id: workspace.id,
+        api_key,
+        store,
+        workspaces,
+        db,
+        stop: Some(stop),
+        server: Some(server),
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    /// A request with this app's key.
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .header("X-API-Key", &self.api_key)
+    }
+
+    /// Another workspace with its own key.
+    pub async fn other_workspace(&self, plan: Option<Plan>) -> (Uuid, String) {
+        let accounts = AccountsService::new(self.store.clone(), Some(self.workspaces.clone()));
+        let (workspace, key) = accounts
+            .create_workspace("Other Workspace", plan)
+            .await
+            .expect("workspace");
+        (workspace.id, key)
+    }
+
+    pub async fn set_plan(&self, plan: Plan) {
+        AccountsService::new(self.store.clone(), Some(self.workspaces.clone()))
+            .set_plan(self.workspace_id, plan)
+            .await
+            .expect("set plan");
+    }
+
+    /// Saves `content` (with extra fields merged in) and returns the memory JSON.
+    pub async fn save(&self, content: &str, extra: Value) -> Value {
+        let mut body = serde_json::json!({ "content": content });
+        merge(&mut body, extra);
+        let response = self
+            .request(Method::POST, "/api/memories")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let json: Value = response.json().await.unwrap();
+        assert_eq!(status, 201, "save failed: {json}");
+        json["memory"].clone()
+    }
+
+    pub async fn get_json(&self, path: &str) -> (u16, Value) {
+        json_of(self.request(Method::GET, path).send().await.unwrap()).await
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            tokio::time::timeout(Duration::from_secs(10), server)
+                .await
+                .expect("server stops in time")
+                .expect("server task")
+                .expect("server result");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub fn merge(target: &mut Value, extra: Value) {
+    if let (Some(target), Value::Object(extra)) = (target.as_object_mut(), extra) {
+        target.extend(extra);
+    }
+}
+
+pub async fn json_of(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let json =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    (status, json)
+}
+
+/// Asserts the error envelope: status, `code`, a `requestId` equal to the header, and an
+/// `error` message containing `needle`.
+pub async fn assert_error(response: Response, status: u16, needle: &str) -> Value {
+    let header = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .expect("X-Request-Id on an error");
+    let (got, body) = json_of(response).await;
+    assert_eq!(got, status, "unexpected status, body: {body}");
+    let code = if status == 500 {
+        "INTERNAL_ERROR".to_string()
+    } else {
+        format!("HTTP_{status}")
+    };
+    assert_eq!(body["code"], code, "body: {body}");
+    assert_eq!(body["requestId"], header, "body: {body}");
+    let message = body["error"].as_str().expect("error message");
+    assert!(
+        message.contains(needle),
+        "error '{message}' should mention '{needle}'"
+    );
+    assert_eq!(
+        body.get("errorId").is_some(),
+        status >= 500,
+        "errorId only on 5xx: {body}"
+    );
+    body
+}
