@@ -154,6 +154,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API returns figment::Error
     fn layers_apply_in_order() {
         figment::Jail::expect_with(|jail| {
             jail.create_file(
