@@ -177,6 +177,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -275,6 +276,7 @@ async fn config_file_and_env_are_layered() {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     let line: Value = serde_json::from_str(&config_line.expect("config logged")).unwrap();
     let config: Value = serde_json::from_str(line["config"].as_str().unwrap()).unwrap();
     assert_eq!(config["rate_limits"], json!(Switch::Off));

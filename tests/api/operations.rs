@@ -118,3 +118,15 @@ async fn shutdown_finishes_requests_in_flight() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.unwrap(), "finished");
 }
+
+#[tokio::test]
+async fn sqlite_runs_in_wal_mode() {
+    let app = spawn_app().await;
+    if postgres_url().is_some() {
+        return; // PostgreSQL has no journal mode to check
+    }
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&app.db.url).await.unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut conn).await.unwrap();
+    assert_eq!(mode, "wal");
+}
