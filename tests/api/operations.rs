@@ -127,6 +127,9 @@ async fn sqlite_runs_in_wal_mode() {
     }
     use sqlx::Connection;
     let mut conn = sqlx::SqliteConnection::connect(&app.db.url).await.unwrap();
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut conn).await.unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(mode, "wal");
 }
