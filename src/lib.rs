@@ -2,7 +2,8 @@
 //!
 //! Layers, each importing only downward (see ARCHITECTURE.md):
 //! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`]) -> [`services`] ->
-//! engines ([`storage`], the `memvault-actors` crate) -> [`config`], [`error`], [`model`].
+//! engines ([`storage`], [`text`], the `memvault-actors` crate) -> [`config`], [`error`],
+//! [`model`].
 
 pub mod cli;
 pub mod config;
@@ -13,3 +14,4 @@ pub mod services;
 pub mod startup;
 pub mod storage;
 pub mod telemetry;
+pub mod text;

@@ -1,0 +1,7 @@
+//! Offline text analysis used by the memory services: sentence segmentation and atomic memories
+//! from long notes, category inference, and the fact-update (supersession) detector. Pure
+//! functions, std only, no I/O.
+
+pub mod atomize;
+pub mod category;
+pub mod supersession;
