@@ -1,1 +1,615 @@
-fn main() {}
+//! HTTP benchmark of the memories API (issue 2): save, get and list, driven over real HTTP
+//! against memvault started in-process. Run with `cargo bench --bench http`; the measured
+//! figures and how to read them are in `docs/BENCHMARKS.md`.
+//!
+//! Environment:
+//! - `BENCH_CONCURRENCY` (16): requests in flight in the concurrent passes.
+//! - `BENCH_REQUESTS` (5000): requests per operation in the concurrent passes.
+//! - `BENCH_SINGLE_REQUESTS` (1000): requests per operation in the single-client passes.
+//! - `BENCH_WARMUP` (200): requests per operation before anything is measured.
+//! - `BENCH_SQLITE_SYNC` (`full`, the server default): SQLite `synchronous`, `full` or `normal`.
+//! - `BENCH_DB_CONNECTIONS` (the server default, 8): connections in the server's database pool.
+//! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
+//!   fresh database created on that server and dropped at the end; otherwise SQLite in a
+//!   temporary directory.
+//! - `BENCH_KEEP_DATABASE` (unset): when `1`, the database is kept for inspection (its location
+//!   is printed) instead of removed.
+//!
+//! Every request must answer the expected status (201 for save, 200 for get and list); any
+//! other outcome is counted, shown, and makes the benchmark exit non-zero.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use memvault::config::{MemoryLimits, Settings, SqliteSync, Switch};
+use memvault::services::AccountsService;
+use memvault::startup::Application;
+use memvault::storage::Backend;
+use rand::Rng;
+use reqwest::StatusCode;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::AssertSqlSafe;
+use uuid::Uuid;
+
+/// The memory limit of every plan during the benchmark: never reached.
+const NO_MEMORY_LIMIT: u64 = 10_000_000;
+/// Error messages kept per pass, to show what went wrong.
+const ERROR_SAMPLES: usize = 5;
+/// Characters of an unexpected response body shown in its error message.
+const BODY_SHOWN: usize = 300;
+/// Passes shorter than this show no CPU figure: the kernel counts CPU time in 10 ms ticks.
+const MIN_WALL_FOR_CPU: Duration = Duration::from_millis(200);
+
+struct Config {
+    concurrency: usize,
+    requests: usize,
+    single_requests: usize,
+    warmup: usize,
+    sqlite_sync: SqliteSync,
+    db_connections: u32,
+    postgres_url: Option<String>,
+    keep_database: bool,
+}
+
+impl Config {
+    fn from_env() -> anyhow::Result<Self> {
+        let sqlite_sync = match std::env::var("BENCH_SQLITE_SYNC")
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "" | "full" => SqliteSync::Full,
+            "normal" => SqliteSync::Normal,
+            other => bail!("BENCH_SQLITE_SYNC must be `full` or `normal`, not `{other}`"),
+        };
+        let postgres_url = match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
+            Ok(url) if is_postgres(&url) => Some(url),
+            Ok(url) if !url.trim().is_empty() => {
+                bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
+            }
+            // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
+            _ => std::env::var("DATABASE_URL")
+                .ok()
+                .filter(|url| is_postgres(url)),
+        };
+        Ok(Config {
+            concurrency: env_count("BENCH_CONCURRENCY", 16, 1)?,
+            requests: env_count("BENCH_REQUESTS", 5_000, 1)?,
+            single_requests: env_count("BENCH_SINGLE_REQUESTS", 1_000, 1)?,
+            warmup: env_count("BENCH_WARMUP", 200, 0)?,
+            sqlite_sync,
+            db_connections: u32::try_from(env_count(
+                "BENCH_DB_CONNECTIONS",
+                Settings::default().db_max_connections as usize,
+                1,
+            )?)?,
+            postgres_url,
+            keep_database: std::env::var("BENCH_KEEP_DATABASE").is_ok_and(|v| v.trim() == "1"),
+        })
+    }
+}
+
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+fn env_count(name: &str, default: usize, min: usize) -> anyhow::Result<usize> {
+    match std::env::var(name) {
+        Ok(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if n >= min => Ok(n),
+            _ => bail!("{name} must be an integer of at least {min}, not `{raw}`"),
+        },
+        Err(_) => Ok(default),
+    }
+}
+
+/// The database under test: created before the server starts, removed after it stops.
+enum Database {
+    Sqlite(tempfile::TempDir),
+    Postgres {
+        admin: PgPool,
+        name: String,
+        url: String,
+    },
+}
+
+impl Database {
+    async fn create(config: &Config) -> anyhow::Result<Self> {
+        let Some(admin_url) = &config.postgres_url else {
+            let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+            return Ok(Database::Sqlite(dir));
+        };
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(admin_url)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot connect to {}",
+                    memvault::config::mask_url_password(admin_url)
+                )
+            })?;
+        let name = format!("memvault_bench_{}", Uuid::new_v4().simple());
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&admin)
+            .await
+            .with_context(|| format!("cannot create the database {name}"))?;
+        let mut url = url::Url::parse(admin_url).context("invalid PostgreSQL URL")?;
+        url.set_path(&format!("/{name}"));
+        Ok(Database::Postgres {
+            admin,
+            name,
+            url: url.to_string(),
+        })
+    }
+
+    fn configure(&self, settings: &mut Settings) {
+        match self {
+            Database::Sqlite(dir) => settings.data_dir = dir.path().to_path_buf(),
+            Database::Postgres { url, .. } => settings.database_url = Some(url.clone()),
+        }
+    }
+
+    async fn describe(&self, sqlite_sync: SqliteSync) -> String {
+        match self {
+            Database::Sqlite(_) => format!("SQLite, WAL, synchronous={}", sync_name(sqlite_sync)),
+            Database::Postgres { admin, .. } => {
+                let version: Option<String> = sqlx::query_scalar("SHOW server_version")
+                    .fetch_one(admin)
+                    .await
+                    .ok();
+                format!(
+                    "PostgreSQL {}",
+                    version.as_deref().unwrap_or("(unknown version)")
+                )
+            }
+        }
+    }
+
+    async fn remove(self, keep: bool) -> anyhow::Result<()> {
+        if keep {
+            match self {
+                Database::Sqlite(dir) => eprintln!("kept the database in {}", dir.keep().display()),
+                Database::Postgres { admin, url, .. } => {
+                    eprintln!(
+                        "kept the database {}",
+                        memvault::config::mask_url_password(&url)
+                    );
+                    admin.close().await;
+                }
+            }
+            return Ok(());
+        }
+        match self {
+            Database::Sqlite(dir) => dir.close().context("cannot remove the SQLite directory"),
+            Database::Postgres { admin, name, .. } => {
+                sqlx::query(AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&admin)
+                .await
+                .with_context(|| format!("cannot drop the database {name}; drop it by hand"))?;
+                admin.close().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+fn sync_name(sync: SqliteSync) -> &'static str {
+    match sync {
+        SqliteSync::Full => "full",
+        SqliteSync::Normal => "normal",
+    }
+}
+
+/// One measured operation.
+#[derive(Clone)]
+enum Op {
+    Save,
+    /// Reads one of these ids, chosen at random per request.
+    Get(Arc<Vec<Uuid>>),
+    List,
+}
+
+impl Op {
+    fn name(&self) -> &'static str {
+        match self {
+            Op::Save => "save",
+            Op::Get(_) => "get",
+            Op::List => "list",
+        }
+    }
+}
+
+/// The running server as the clients see it.
+struct Target {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+    /// Makes contents unique across runs on the same database.
+    run: String,
+    /// Numbers the saved contents, so that no save is a duplicate.
+    saves: AtomicUsize,
+}
+
+impl Target {
+    /// Sends one request of `op`; the id of what was saved, or why the answer was unexpected.
+    async fn send(&self, op: &Op) -> Result<Option<Uuid>, String> {
+        match op {
+            Op::Save => {
+                let n = self.saves.fetch_add(1, Ordering::Relaxed);
+                let body = serde_json::json!({
+                    "content": format!(
+                        "benchmark {} memory {n}: the user prefers green tea in meeting {n}",
+                        self.run
+                    ),
+                    "category": "fact",
+                });
+                let request = self
+                    .client
+                    .post(format!("{}/api/memories", self.base))
+                    .header("x-api-key", &self.key)
+                    .json(&body);
+                let bytes = expect(request, "POST /api/memories", StatusCode::CREATED).await?;
+                let saved: serde_json::Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("POST /api/memories: body is not JSON: {e}"))?;
+                if saved["status"] != "created" {
+                    return Err(format!(
+                        "POST /api/memories: expected a new memory: {saved}"
+                    ));
+                }
+                saved["memory"]["id"]
+                    .as_str()
+                    .and_then(|id| Uuid::parse_str(id).ok())
+                    .map(Some)
+                    .ok_or_else(|| format!("POST /api/memories: no memory id in {saved}"))
+            }
+            Op::Get(ids) => {
+                let id = ids[random_index(ids.len())];
+                let request = self
+                    .client
+                    .get(format!("{}/api/memories/{id}", self.base))
+                    .header("x-api-key", &self.key);
+                expect(request, "GET /api/memories/{id}", StatusCode::OK).await?;
+                Ok(None)
+            }
+            Op::List => {
+                let request = self
+                    .client
+                    .get(format!("{}/api/memories?limit=20", self.base))
+                    .header("x-api-key", &self.key);
+                expect(request, "GET /api/memories?limit=20", StatusCode::OK).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// How many memories the workspace's list reports (not timed).
+    async fn memory_total(&self) -> anyhow::Result<i64> {
+        let request = self
+            .client
+            .get(format!("{}/api/memories?limit=1", self.base))
+            .header("x-api-key", &self.key);
+        let bytes = expect(request, "GET /api/memories?limit=1", StatusCode::OK)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let list: serde_json::Value = serde_json::from_slice(&bytes)?;
+        list["total"].as_i64().context("no total in the list")
+    }
+}
+
+fn random_index(len: usize) -> usize {
+    rand::rng().random_range(0..len)
+}
+
+/// Sends `request` and reads the whole body; an error unless the status is `expected`.
+async fn expect(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    expected: StatusCode,
+) -> Result<Vec<u8>, String> {
+    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
+    let status = response.status();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| format!("{what}: reading the body: {e}"))?;
+    if status != expected {
+        let body: String = String::from_utf8_lossy(&bytes)
+            .chars()
+            .take(BODY_SHOWN)
+            .collect();
+        return Err(format!("{what}: expected {expected}, got {status}: {body}"));
+    }
+    Ok(bytes.to_vec())
+}
+
+/// What one pass measured.
+struct Pass {
+    label: &'static str,
+    op: &'static str,
+    concurrency: usize,
+    requests: usize,
+    errors: usize,
+    error_samples: Vec<String>,
+    wall: Duration,
+    /// CPU time this process (server and clients together) spent during the pass, when the
+    /// pass was long enough to tell.
+    cpu: Option<Duration>,
+    /// Latencies of the requests answered as expected, sorted.
+    latencies: Vec<Duration>,
+    /// Ids of the memories saved.
+    ids: Vec<Uuid>,
+}
+
+#[derive(Default)]
+struct WorkerOutput {
+    latencies: Vec<Duration>,
+    errors: usize,
+    error_samples: Vec<String>,
+    ids: Vec<Uuid>,
+}
+
+/// Sends `requests` requests of `op`, `concurrency` at a time (closed loop: each client sends
+/// its next request when the previous one is answered).
+async fn run_pass(
+    target: &Arc<Target>,
+    label: &'static str,
+    op: Op,
+    concurrency: usize,
+    requests: usize,
+) -> anyhow::Result<Pass> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    let clients: Vec<_> = (0..concurrency.min(requests).max(1))
+        .map(|_| {
+            let (target, op, next) = (target.clone(), op.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut out = WorkerOutput::default();
+                while next.fetch_add(1, Ordering::Relaxed) < requests {
+                    let sent = Instant::now();
+                    let outcome = target.send(&op).await;
+                    let latency = sent.elapsed();
+                    match outcome {
+                        Ok(id) => {
+                            out.latencies.push(latency);
+                            out.ids.extend(id);
+                        }
+                        Err(error) => {
+                            out.errors += 1;
+                            if out.error_samples.len() < ERROR_SAMPLES {
+                                out.error_samples.push(error);
+                            }
+                        }
+                    }
+                }
+                out
+            })
+        })
+        .collect();
+    let mut pass = Pass {
+        label,
+        op: op.name(),
+        concurrency,
+        requests,
+        errors: 0,
+        error_samples: Vec::new(),
+        wall: Duration::ZERO,
+        cpu: None,
+        latencies: Vec::with_capacity(requests),
+        ids: Vec::new(),
+    };
+    for client in futures::future::join_all(clients).await {
+        let out = client.context("a benchmark client panicked")?;
+        pass.latencies.extend(out.latencies);
+        pass.errors += out.errors;
+        pass.ids.extend(out.ids);
+        pass.error_samples.extend(out.error_samples);
+    }
+    pass.wall = started.elapsed();
+    if let (Some(before), Some(after)) = (cpu_before, process_cpu_time()) {
+        pass.cpu = after
+            .checked_sub(before)
+            .filter(|_| pass.wall >= MIN_WALL_FOR_CPU);
+    }
+    pass.latencies.sort_unstable();
+    pass.error_samples.truncate(ERROR_SAMPLES);
+    for sample in &pass.error_samples {
+        eprintln!("[{label} {}] {sample}", pass.op);
+    }
+    Ok(pass)
+}
+
+/// User plus system CPU time of this whole process, from `/proc/self/stat` (Linux; `None`
+/// elsewhere). The kernel reports it in ticks of 1/100 s (`USER_HZ`).
+fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses: state is field 3, utime 14.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// Nearest-rank percentile of sorted latencies, in milliseconds.
+fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    millis(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1_000.0
+}
+
+fn print_table(backend: &str, passes: &[Pass]) {
+    println!(
+        "| pass | operation | backend | concurrency | requests | errors | req/s | p50 ms | p95 ms | p99 ms | max ms | CPU |"
+    );
+    println!("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for pass in passes {
+        let throughput = pass.requests as f64 / pass.wall.as_secs_f64();
+        let cpu = pass.cpu.map_or_else(
+            || "n/a".to_string(),
+            |cpu| {
+                format!(
+                    "{:.0}%",
+                    100.0 * cpu.as_secs_f64() / pass.wall.as_secs_f64()
+                )
+            },
+        );
+        println!(
+            "| {} | {} | {backend} | {} | {} | {} | {throughput:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {cpu} |",
+            pass.label,
+            pass.op,
+            pass.concurrency,
+            pass.requests,
+            pass.errors,
+            percentile_ms(&pass.latencies, 50.0),
+            percentile_ms(&pass.latencies, 95.0),
+            percentile_ms(&pass.latencies, 99.0),
+            pass.latencies.last().copied().map_or(f64::NAN, millis),
+        );
+    }
+}
+
+/// Starts the server on `database`, runs every pass, stops the server; the number of requests
+/// that did not answer as expected.
+async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
+    let mut settings = Settings {
+        listen: ([127, 0, 0, 1], 0).into(),
+        rate_limits: Switch::Off,
+        memory_limits: MemoryLimits {
+            free: NO_MEMORY_LIMIT,
+            hobby: NO_MEMORY_LIMIT,
+            pro: NO_MEMORY_LIMIT,
+            ultimate: NO_MEMORY_LIMIT,
+        },
+        log_level: "warn".to_string(),
+        sqlite_synchronous: config.sqlite_sync,
+        db_max_connections: config.db_connections,
+        ..Settings::default()
+    };
+    database.configure(&mut settings);
+    memvault::telemetry::init(settings.log_format, &settings.log_level);
+
+    let app = Application::build(&settings)
+        .await
+        .context("cannot start memvault")?;
+    let backend = database.describe(config.sqlite_sync).await;
+    let expected_backend = if config.postgres_url.is_some() {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
+    };
+    if app.store().backend() != expected_backend {
+        bail!(
+            "memvault opened {:?}, not {expected_backend:?}",
+            app.store().backend()
+        );
+    }
+    let (_, key) = AccountsService::new(app.store(), Some(app.workspaces().clone()))
+        .create_workspace("bench", None)
+        .await
+        .context("cannot create the benchmark workspace")?;
+    let base = format!("http://{}", app.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(config.concurrency)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let target = Arc::new(Target {
+        client,
+        base,
+        key,
+        run: Uuid::new_v4().simple().to_string(),
+        saves: AtomicUsize::new(0),
+    });
+    let c = config.concurrency;
+    eprintln!(
+        "memvault HTTP benchmark on {backend}: concurrency {c}, {} requests per operation \
+         ({} single-client), warm-up {}",
+        config.requests, config.single_requests, config.warmup
+    );
+
+    let mut errors = 0;
+    if config.warmup > 0 {
+        let saved = run_pass(&target, "warm-up", Op::Save, c, config.warmup).await?;
+        let ids = Arc::new(saved.ids);
+        let got = run_pass(&target, "warm-up", Op::Get(ids), c, config.warmup).await?;
+        let listed = run_pass(&target, "warm-up", Op::List, c, config.warmup).await?;
+        errors += saved.errors + got.errors + listed.errors;
+    }
+
+    let save = run_pass(&target, "concurrent", Op::Save, c, config.requests).await?;
+    let ids = Arc::new(save.ids.clone());
+    if ids.is_empty() {
+        bail!("no memory was saved; see the errors above");
+    }
+    let get = run_pass(
+        &target,
+        "concurrent",
+        Op::Get(ids.clone()),
+        c,
+        config.requests,
+    )
+    .await?;
+    let list = run_pass(&target, "concurrent", Op::List, c, config.requests).await?;
+    let listed_over = target.memory_total().await?;
+    let single = config.single_requests;
+    let single_list = run_pass(&target, "single-client", Op::List, 1, single).await?;
+    let single_save = run_pass(&target, "single-client", Op::Save, 1, single).await?;
+    let single_get = run_pass(&target, "single-client", Op::Get(ids), 1, single).await?;
+    let passes = [save, get, list, single_list, single_save, single_get];
+    errors += passes.iter().map(|pass| pass.errors).sum::<usize>();
+
+    drop(target);
+    let _ = stop.send(());
+    match tokio::time::timeout(Duration::from_secs(30), server).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(error))) => return Err(error.context("the server failed")),
+        Ok(Err(join)) => bail!("the server task failed: {join}"),
+        Err(_) => bail!("the server did not stop within 30 s"),
+    }
+
+    println!();
+    println!("### memvault HTTP API: {backend}");
+    println!();
+    print_table(&backend, &passes);
+    println!();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "list pages through a workspace of {listed_over} memories; {} database connections; \
+         every client reuses its keep-alive connection; latency is from sending the request to \
+         reading the whole body; CPU is the time this process (server and clients, not a \
+         PostgreSQL server) used over the wall time, out of {}% on {cores} cores.",
+        settings.db_max_connections,
+        100 * cores,
+    );
+    Ok(errors)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let database = Database::create(&config).await?;
+    let outcome = bench(&config, &database).await;
+    let removed = database.remove(config.keep_database).await;
+    let errors = outcome?;
+    removed?;
+    if errors > 0 {
+        bail!("{errors} requests did not answer the expected status (first ones shown above)");
+    }
+    Ok(())
+}
