@@ -7,7 +7,7 @@
 //! `starting` and are answered together.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use ractor::{
@@ -220,6 +220,10 @@ impl Actor for RegistryActor {
 pub struct Workspaces {
     registry: ActorRef<RegistryMsg>,
     timeout: Duration,
+    rate_limits: bool,
+    /// Actors resolved before, so that most requests skip the registry hop. An entry whose
+    /// actor has stopped is dropped when next used.
+    known: Arc<RwLock<HashMap<Uuid, ActorRef<WorkspaceMsg>>>>,
 }
 
 impl Workspaces {
@@ -228,14 +232,15 @@ impl Workspaces {
         args: RegistryArgs,
         call_timeout: Duration,
     ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
+        let rate_limits = args.rate_limits;
         let (registry, handle) = Actor::spawn(None, RegistryActor, args).await?;
-        Ok((
-            Workspaces {
-                registry,
-                timeout: call_timeout,
-            },
-            handle,
-        ))
+        let workspaces = Workspaces {
+            registry,
+            timeout: call_timeout,
+            rate_limits,
+            known: Arc::new(RwLock::new(HashMap::new())),
+        };
+        Ok((workspaces, handle))
     }
 
     async fn call<T: Send + 'static>(
@@ -251,8 +256,36 @@ impl Workspaces {
         }
     }
 
+    fn forget_known(&self, workspace_id: Uuid) {
+        if let Ok(mut known) = self.known.write() {
+            known.remove(&workspace_id);
+        }
+    }
+
     /// The live actor of a workspace, started if needed.
     pub async fn resolve(
+        &self,
+        workspace_id: Uuid,
+    ) -> Result<ActorRef<WorkspaceMsg>, WorkspacesError> {
+        let cached = self
+            .known
+            .read()
+            .ok()
+            .and_then(|known| known.get(&workspace_id).cloned());
+        if let Some(actor) = cached {
+            if actor.get_status() == ActorStatus::Running {
+                return Ok(actor);
+            }
+            self.forget_known(workspace_id);
+        }
+        let actor = self.resolve_through_registry(workspace_id).await?;
+        if let Ok(mut known) = self.known.write() {
+            known.insert(workspace_id, actor.clone());
+        }
+        Ok(actor)
+    }
+
+    async fn resolve_through_registry(
         &self,
         workspace_id: Uuid,
     ) -> Result<ActorRef<WorkspaceMsg>, WorkspacesError> {
@@ -286,6 +319,7 @@ impl Workspaces {
             if let Some(value) = self.call(&actor, &build).await? {
                 return Ok(value);
             }
+            self.forget_known(workspace_id);
         }
         Err(WorkspacesError::Unavailable(
             "workspace actor keeps stopping".to_string(),
@@ -299,6 +333,13 @@ impl Workspaces {
         class: EndpointClass,
         reserve_memory: bool,
     ) -> Result<Admission, WorkspacesError> {
+        if !self.rate_limits && !reserve_memory {
+            // Nothing to count: no need to ask the actor.
+            return Ok(Admission::Allowed {
+                rate: None,
+                permit: None,
+            });
+        }
         self.ask(workspace_id, |reply| WorkspaceMsg::Admit {
             class,
             reserve_memory,
@@ -312,24 +353,40 @@ impl Workspaces {
             .await
     }
 
+    /// Delivers a message to the workspace's actor if one is live. Straight to a known actor,
+    /// so that it arrives before anything this caller asks next; through the registry
+    /// otherwise, which delivers it to a live actor (a workspace without one needs nothing:
+    /// its next actor starts from storage).
+    fn tell(&self, workspace_id: Uuid, message: WorkspaceMsg) {
+        let known = self
+            .known
+            .read()
+            .ok()
+            .and_then(|known| known.get(&workspace_id).cloned());
+        let message = match known {
+            Some(actor) => match actor.cast(message) {
+                Ok(()) => return,
+                Err(ractor::MessagingErr::SendErr(message)) => message,
+                Err(_) => return,
+            },
+            None => message,
+        };
+        let _ = self.registry.cast(RegistryMsg::Forward {
+            workspace_id,
+            message,
+        });
+    }
+
     /// Current memories were removed (deleted, forgotten).
     pub fn memories_removed(&self, workspace_id: Uuid, count: u64) {
         if count > 0 {
-            let message = WorkspaceMsg::RemoveMemories { count };
-            let _ = self.registry.cast(RegistryMsg::Forward {
-                workspace_id,
-                message,
-            });
+            self.tell(workspace_id, WorkspaceMsg::RemoveMemories { count });
         }
     }
 
     /// The plan changed: applies to the next request.
     pub fn plan_changed(&self, workspace_id: Uuid, plan: Plan) {
-        let message = WorkspaceMsg::SetPlan { plan };
-        let _ = self.registry.cast(RegistryMsg::Forward {
-            workspace_id,
-            message,
-        });
+        self.tell(workspace_id, WorkspaceMsg::SetPlan { plan });
     }
 
     pub async fn live_count(&self) -> Result<usize, WorkspacesError> {

@@ -51,7 +51,9 @@ CREATE UNIQUE INDEX memories_one_current ON memories (root_id) WHERE is_current 
 -- Invariant: no two current, live memories with the same normalised content in one lane.
 CREATE UNIQUE INDEX memories_dedup ON memories (workspace_id, scope, project, content_hash)
     WHERE is_current AND deleted_at IS NULL;
-CREATE INDEX memories_lane ON memories (workspace_id, scope, seq) WHERE is_current AND deleted_at IS NULL;
+-- Pages (ordered by seq) and exact counts of a lane, both answered from the index alone.
+CREATE INDEX memories_lane ON memories (workspace_id, scope, seq) INCLUDE (valid_until, project, category)
+    WHERE is_current AND deleted_at IS NULL;
 CREATE INDEX memories_chain ON memories (root_id, version);
 
 CREATE TABLE memory_feedback (

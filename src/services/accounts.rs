@@ -2,7 +2,9 @@
 //! SHA-256 is stored (a key has 238 bits of entropy, so a fast hash is the right one), with a
 //! short prefix kept for display.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration as StdDuration;
 
 use chrono::Duration;
 use memvault_actors::Workspaces;
@@ -19,6 +21,16 @@ pub const KEY_PREFIX: &str = "mc_";
 const KEY_RANDOM_CHARS: usize = 40;
 /// `last_used_at` is written at most this often per key.
 const TOUCH_EVERY_SECS: i64 = 60;
+/// A key lookup is cached this long (a key deleted from the database by another process is
+/// refused at most this much later).
+const KEY_CACHE_SECS: u64 = 30;
+
+/// A key as cached for authentication.
+struct CachedKey {
+    key: ApiKey,
+    /// When `last_used_at` was last written (Unix microseconds).
+    touched_at: AtomicI64,
+}
 
 /// A freshly generated key: the raw value (shown once) and what is stored.
 pub struct GeneratedKey {
@@ -65,12 +77,38 @@ pub fn slugify(name: &str) -> String {
 pub struct AccountsService {
     store: Arc<dyn Store>,
     workspaces: Option<Workspaces>,
+    /// Key hash -> key, so that most requests skip the database lookup.
+    keys: moka::sync::Cache<String, Arc<CachedKey>>,
 }
 
 impl AccountsService {
     /// `workspaces` is `None` for the command line, which runs without actors.
     pub fn new(store: Arc<dyn Store>, workspaces: Option<Workspaces>) -> Self {
-        AccountsService { store, workspaces }
+        let keys = moka::sync::Cache::builder()
+            .max_capacity(10_000)
+            .time_to_live(StdDuration::from_secs(KEY_CACHE_SECS))
+            .build();
+        AccountsService {
+            store,
+            workspaces,
+            keys,
+        }
+    }
+
+    async fn lookup_key(&self, hash: String) -> Result<Option<Arc<CachedKey>>> {
+        if let Some(cached) = self.keys.get(&hash) {
+            return Ok(Some(cached));
+        }
+        let Some(key) = self.store.api_key_by_hash(&hash).await? else {
+            return Ok(None);
+        };
+        let touched_at = key.last_used_at.map(to_micros).unwrap_or(i64::MIN);
+        let cached = Arc::new(CachedKey {
+            key,
+            touched_at: AtomicI64::new(touched_at),
+        });
+        self.keys.insert(hash, cached.clone());
+        Ok(Some(cached))
     }
 
     /// Resolves an `X-API-Key` value to its caller.
@@ -85,25 +123,31 @@ impl AccountsService {
         if !raw.starts_with(KEY_PREFIX) || raw.len() > 200 {
             return Err(invalid());
         }
-        let key = self
-            .store
-            .api_key_by_hash(&hash_key(raw))
-            .await?
-            .ok_or_else(invalid)?;
+        let cached = self.lookup_key(hash_key(raw)).await?.ok_or_else(invalid)?;
+        let key = &cached.key;
         if key.revoked_at.is_some() {
             return Err(Error::Unauthorized(
                 "this API key has been revoked".to_string(),
             ));
         }
-        let at = now();
-        if key
-            .last_used_at
-            .is_none_or(|last| at - last >= Duration::seconds(TOUCH_EVERY_SECS))
+        // Record the use at most once a minute per key (one caller wins the swap).
+        let at = to_micros(now());
+        let last = cached.touched_at.load(Ordering::Relaxed);
+        let every = Duration::seconds(TOUCH_EVERY_SECS)
+            .num_microseconds()
+            .unwrap_or(i64::MAX);
+        let due = last == i64::MIN || at.saturating_sub(last) >= every;
+        if due
+            && cached
+                .touched_at
+                .compare_exchange(last, at, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
         {
             let store = self.store.clone();
+            let key_id = key.id;
             tokio::spawn(async move {
-                if let Err(error) = store.touch_api_key(key.id, to_micros(at)).await {
-                    tracing::warn!(key_id = %key.id, %error, "could not record key use");
+                if let Err(error) = store.touch_api_key(key_id, at).await {
+                    tracing::warn!(%key_id, %error, "could not record key use");
                 }
             });
         }

@@ -127,14 +127,17 @@ pub trait Store: Send + Sync + 'static {
 pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
     let url = settings.database_url();
     if settings.is_postgres() {
-        let options = PgConnectOptions::from_str(&url)?;
+        // Custom plans: the lane queries' best index depends on the bound values (a generic
+        // plan cached on a fresh, unanalysed table picked full lane scans).
+        let options =
+            PgConnectOptions::from_str(&url)?.options([("plan_cache_mode", "force_custom_plan")]);
         let pool = PgPoolOptions::new()
             .max_connections(settings.db_max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Arc::new(PgStore::new(pool)))
+        Ok(Arc::new(PgStore::new(pool.clone(), pool)))
     } else {
         let options = SqliteConnectOptions::from_str(&url)?;
         if let Some(parent) = options.get_filename().parent() {
@@ -153,13 +156,20 @@ pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
                 SqliteSync::Normal => SqliteSynchronous::Normal,
                 SqliteSync::Full => SqliteSynchronous::Full,
             });
-        let pool = SqlitePoolOptions::new()
+        // One writer connection (SQLite writes are serial anyway; queueing in the pool is fair
+        // and avoids the busy handler's sleeps), and read-only connections for the rest.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
+        let readers = SqlitePoolOptions::new()
             .max_connections(settings.db_max_connections)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
+            .connect_with(options.read_only(true))
             .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Arc::new(SqliteStore::new(pool)))
+        Ok(Arc::new(SqliteStore::new(readers, writer)))
     }
 }
 

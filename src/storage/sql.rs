@@ -190,19 +190,18 @@ fn feedback_update(rating: Rating) -> &'static str {
 
 macro_rules! sql_store {
     ($store:ident, $db:ty, $backend:expr) => {
-        /// The store over this backend's pool.
+        /// The store over this backend: `pool` serves reads, `writer` every write (for SQLite
+        /// a single connection, so writers queue in the pool instead of sleeping in SQLite's
+        /// busy handler; for PostgreSQL the same pool).
         #[derive(Clone)]
         pub struct $store {
             pool: sqlx::Pool<$db>,
+            writer: sqlx::Pool<$db>,
         }
 
         impl $store {
-            pub fn new(pool: sqlx::Pool<$db>) -> Self {
-                Self { pool }
-            }
-
-            pub fn pool(&self) -> &sqlx::Pool<$db> {
-                &self.pool
+            pub fn new(pool: sqlx::Pool<$db>, writer: sqlx::Pool<$db>) -> Self {
+                Self { pool, writer }
             }
 
             fn push_list_filters(qb: &mut QueryBuilder<$db>, f: &ListFilter) {
@@ -284,6 +283,7 @@ macro_rules! sql_store {
 
             async fn close(&self) {
                 self.pool.close().await;
+                self.writer.close().await;
             }
 
             async fn insert_workspace_with_key(
@@ -292,7 +292,7 @@ macro_rules! sql_store {
                 key: &ApiKey,
                 key_hash: &str,
             ) -> StoreResult<()> {
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.writer.begin().await?;
                 sqlx::query("INSERT INTO workspaces (id, name, slug, plan, created_at) VALUES ($1, $2, $3, $4, $5)")
                     .bind(w.id)
                     .bind(&w.name)
@@ -334,7 +334,7 @@ macro_rules! sql_store {
                 let done = sqlx::query("UPDATE workspaces SET plan = $1 WHERE id = $2")
                     .bind(plan.as_str())
                     .bind(id)
-                    .execute(&self.pool)
+                    .execute(&self.writer)
                     .await?;
                 Ok(done.rows_affected() == 1)
             }
@@ -369,7 +369,7 @@ macro_rules! sql_store {
                 sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
                     .bind(at_micros)
                     .bind(id)
-                    .execute(&self.pool)
+                    .execute(&self.writer)
                     .await?;
                 Ok(())
             }
@@ -396,11 +396,11 @@ macro_rules! sql_store {
             }
 
             async fn insert_memory(&self, m: &NewMemory) -> StoreResult<Option<Memory>> {
-                memory(Self::insert_version(&self.pool, m, 1, m.id, None).await?)
+                memory(Self::insert_version(&self.writer, m, 1, m.id, None).await?)
             }
 
             async fn supersede(&self, lane: &Lane, old_id: Uuid, m: &NewMemory) -> StoreResult<Superseded> {
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.writer.begin().await?;
                 // The write comes first: it takes the write lock (SQLite) or the row lock
                 // (PostgreSQL), so a concurrent supersession of the same memory waits here and
                 // then finds it no longer current.
@@ -512,7 +512,7 @@ macro_rules! sql_store {
                 qb.push(concat!(" AND is_current AND deleted_at IS NULL RETURNING ", memory_columns!()));
                 let row: Option<MemoryRow> = qb
                     .build_query_as()
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.writer)
                     .await
                     .map_err(StorageError::from_db)?;
                 memory(row)
@@ -527,7 +527,7 @@ macro_rules! sql_store {
                 .bind(id)
                 .bind(lane.workspace_id)
                 .bind(&lane.scope)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.writer)
                 .await?)
             }
 
@@ -542,7 +542,7 @@ macro_rules! sql_store {
                 .bind(lane.workspace_id)
                 .bind(&lane.scope)
                 .bind(id)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.writer)
                 .await?;
                 if removed.is_empty() {
                     return Ok(None);
@@ -566,7 +566,7 @@ macro_rules! sql_store {
             }
 
             async fn record_feedback(&self, lane: &Lane, id: Uuid, fb: &FeedbackRecord) -> StoreResult<bool> {
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.writer.begin().await?;
                 let done = sqlx::query(feedback_update(fb.rating))
                     .bind(fb.at_micros)
                     .bind(id)
