@@ -462,12 +462,6 @@ macro_rules! sql_store {
             }
 
             async fn list_memories(&self, f: &ListFilter) -> StoreResult<(Vec<Memory>, i64)> {
-                let mut count = QueryBuilder::<$db>::new("SELECT COUNT(*)");
-                Self::push_list_filters(&mut count, f);
-                let total: i64 = count.build_query_scalar().fetch_one(&self.pool).await?;
-                if total <= f.offset {
-                    return Ok((Vec::new(), total));
-                }
                 let mut page = QueryBuilder::<$db>::new(concat!("SELECT ", memory_columns!()));
                 Self::push_list_filters(&mut page, f);
                 page.push(" ORDER BY seq DESC LIMIT ");
@@ -475,6 +469,16 @@ macro_rules! sql_store {
                 page.push(" OFFSET ");
                 page.push_bind(f.offset);
                 let rows: Vec<MemoryRow> = page.build_query_as().fetch_all(&self.pool).await?;
+                // A short, non-empty page (or a short first page) ends the list: its total
+                // is known without counting.
+                let shown = rows.len() as i64;
+                let total = if shown < f.limit && (shown > 0 || f.offset == 0) {
+                    f.offset + shown
+                } else {
+                    let mut count = QueryBuilder::<$db>::new("SELECT COUNT(*)");
+                    Self::push_list_filters(&mut count, f);
+                    count.build_query_scalar().fetch_one(&self.pool).await?
+                };
                 Ok((memories(rows)?, total))
             }
 
