@@ -464,37 +464,30 @@ impl MemoryService {
         }
 
         let permit = admit(&self.workspaces, caller, EndpointClass::Save, true).await?;
+        // Insert first: a new memory costs one statement. The dedup index refuses a second
+        // current memory with the same content in the lane, and only then is it looked up.
+        if let Some(created) = self.store.insert_memory(&memory).await? {
+            // Every other outcome drops the permit, which releases the slot.
+            if let Some(permit) = permit {
+                permit.finish(true);
+            }
+            return Ok(saved(&created, SaveStatus::Created));
+        }
         let hash = content_hash(&memory.content_norm());
-        if let Some(existing) = self
+        match self
             .store
             .find_duplicate(&lane, &memory.project, &hash)
             .await?
         {
-            if !existing.is_expired(memory.created_at) {
-                return Ok(saved(&existing, SaveStatus::Duplicate));
+            Some(existing) if !existing.is_expired(memory.created_at) => {
+                Ok(saved(&existing, SaveStatus::Duplicate))
             }
             // Saving again what had expired renews it as its next version.
-            return self.supersede(&lane, &existing, memory).await;
-        }
-        match self.store.insert_memory(&memory).await? {
-            Some(created) => {
-                // Every other outcome drops the permit, which releases the slot.
-                if let Some(permit) = permit {
-                    permit.finish(true);
-                }
-                Ok(saved(&created, SaveStatus::Created))
-            }
-            // A concurrent save of the same content won the race.
-            None => match self
-                .store
-                .find_duplicate(&lane, &memory.project, &hash)
-                .await?
-            {
-                Some(existing) => Ok(saved(&existing, SaveStatus::Duplicate)),
-                None => Err(Error::Conflict(
-                    "a concurrent change to this memory won; retry".to_string(),
-                )),
-            },
+            Some(expired) => self.supersede(&lane, &expired, memory).await,
+            // The duplicate was deleted in between.
+            None => Err(Error::Conflict(
+                "a concurrent change to this memory won; retry".to_string(),
+            )),
         }
     }
 
