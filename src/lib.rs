@@ -2,11 +2,12 @@
 //!
 //! Layers, each importing only downward (see ARCHITECTURE.md):
 //! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`]) -> [`services`] ->
-//! engines ([`storage`], [`text`], the `memvault-actors` crate) -> [`config`], [`error`],
+//! engines ([`storage`], [`embedding`], [`text`], the `memvault-actors` crate) -> [`config`], [`error`],
 //! [`model`].
 
 pub mod cli;
 pub mod config;
+pub mod embedding;
 pub mod error;
 pub mod http;
 pub mod model;

@@ -1,0 +1,138 @@
+//! Embeddings: a neural sentence encoder turns text into a unit vector so that memories can be
+//! found by meaning. The default runs in-process and offline (all-MiniLM-L6-v2 through candle);
+//! an OpenAI-compatible endpoint can be configured instead.
+//!
+//! Encoding is CPU work: it runs on tokio's blocking threads, never on the async workers or an
+//! actor's mailbox. Query vectors are cached (moka), so a repeated query costs nothing.
+
+mod local;
+mod remote;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use local::LocalEmbedder;
+pub use remote::RemoteEmbedder;
+
+/// Texts are encoded in batches of at most this many.
+pub const BATCH_SIZE: usize = 32;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(
+        "the embedding model is not installed in {dir}: run `scripts/install-model.sh` \
+         (or set MEMVAULT_EMBEDDING_MODEL_DIR to where it is, or MEMVAULT_EMBEDDINGS_URL to use \
+         an embedding server)"
+    )]
+    ModelMissing { dir: String },
+    #[error("cannot load the embedding model: {0}")]
+    Load(String),
+    #[error("embedding failed: {0}")]
+    Inference(String),
+    #[error("embedding server error: {0}")]
+    Remote(String),
+}
+
+/// A sentence encoder.
+#[async_trait]
+pub trait Embedder: Send + Sync + 'static {
+    /// The model's name, stored beside every vector it made.
+    fn model(&self) -> &str;
+    fn dimensions(&self) -> usize;
+    /// One unit-length vector per text, in order.
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// The encoder with a cache of query vectors.
+#[derive(Clone)]
+pub struct Embeddings {
+    embedder: Arc<dyn Embedder>,
+    queries: moka::future::Cache<String, Arc<Vec<f32>>>,
+}
+
+impl Embeddings {
+    pub fn new(embedder: Arc<dyn Embedder>, cached_queries: u64) -> Self {
+        let queries = moka::future::Cache::builder()
+            .max_capacity(cached_queries)
+            .time_to_idle(Duration::from_secs(3_600))
+            .build();
+        Embeddings { embedder, queries }
+    }
+
+    pub fn model(&self) -> &str {
+        self.embedder.model()
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.embedder.dimensions()
+    }
+
+    /// Vectors of documents (memories), in order.
+    pub async fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embedder.embed(texts).await
+    }
+
+    /// The vector of a search query, from the cache when it was asked before.
+    pub async fn embed_query(&self, query: &str) -> Result<Arc<Vec<f32>>, EmbedError> {
+        if let Some(vector) = self.queries.get(query).await {
+            return Ok(vector);
+        }
+        let mut vectors = self.embedder.embed(vec![query.to_string()]).await?;
+        let vector = Arc::new(
+            vectors
+                .pop()
+                .ok_or_else(|| EmbedError::Inference("no vector returned".to_string()))?,
+        );
+        self.queries.insert(query.to_string(), vector.clone()).await;
+        Ok(vector)
+    }
+}
+
+/// Cosine similarity of two unit vectors (their dot product).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// Little-endian bytes of a vector, as stored.
+pub fn to_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A vector from its stored bytes.
+pub fn from_bytes(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_through_bytes() {
+        let v = vec![0.25_f32, -1.5, 3.0e-7, 0.0];
+        assert_eq!(from_bytes(&to_bytes(&v)), v);
+    }
+
+    #[test]
+    fn normalize_makes_unit_vectors() {
+        let mut v = vec![3.0_f32, 4.0];
+        normalize(&mut v);
+        assert!((cosine(&v, &v) - 1.0).abs() < 1e-6);
+        let mut zero = vec![0.0_f32; 3];
+        normalize(&mut zero);
+        assert_eq!(zero, vec![0.0; 3]);
+    }
+}
