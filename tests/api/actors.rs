@@ -53,11 +53,8 @@ async fn hundred_parallel_saves_against_a_limit_of_thirty_give_exactly_thirty() 
 async fn limited_responses_carry_the_headers_of_their_class() {
     let app = spawn_app().await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "one"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(Method::POST, "/api/memories", &json!({"content": "one"}))
+        .await;
     assert_eq!(header(&response, "x-ratelimit-limit"), Some(30));
     assert_eq!(header(&response, "x-ratelimit-remaining"), Some(29));
     let reset = header(&response, "x-ratelimit-reset").unwrap();
@@ -70,25 +67,20 @@ async fn limited_responses_carry_the_headers_of_their_class() {
         .as_str()
         .unwrap()
         .to_string();
-    let read = app
-        .request(Method::GET, "/api/memories")
-        .send()
-        .await
-        .unwrap();
+    let read = app.send(Method::GET, "/api/memories").await;
     assert_eq!(header(&read, "x-ratelimit-limit"), Some(600));
     let write = app
-        .request(Method::DELETE, &format!("/api/memories/{id}"))
-        .send()
-        .await
-        .unwrap();
+        .send(Method::DELETE, &format!("/api/memories/{id}"))
+        .await;
     assert_eq!(header(&write, "x-ratelimit-limit"), Some(120));
     // Feedback is its own class (on a missing memory: still counted and reported).
     let feedback = app
-        .request(Method::POST, &format!("/api/memories/{id}/feedback"))
-        .json(&json!({"rating": "helpful"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            &format!("/api/memories/{id}/feedback"),
+            &json!({"rating": "helpful"}),
+        )
+        .await;
     assert_eq!(header(&feedback, "x-ratelimit-limit"), Some(30));
     // Unauthenticated requests are not counted against anyone.
     let anonymous = app
@@ -105,19 +97,13 @@ async fn limited_responses_carry_the_headers_of_their_class() {
 async fn a_plan_change_applies_to_the_next_request() {
     let app = spawn_app().await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "a"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(Method::POST, "/api/memories", &json!({"content": "a"}))
+        .await;
     assert_eq!(header(&response, "x-ratelimit-limit"), Some(30));
     app.set_plan(Plan::Pro).await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "b"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(Method::POST, "/api/memories", &json!({"content": "b"}))
+        .await;
     assert_eq!(header(&response, "x-ratelimit-limit"), Some(300));
 }
 
@@ -126,11 +112,12 @@ async fn rate_limits_off_means_no_limit_and_no_headers() {
     let app = spawn_app_with(|s| s.rate_limits = Switch::Off).await;
     for i in 0..40 {
         let response = app
-            .request(Method::POST, "/api/memories")
-            .json(&json!({"content": format!("m {i}")}))
-            .send()
-            .await
-            .unwrap();
+            .send_json(
+                Method::POST,
+                "/api/memories",
+                &json!({"content": format!("m {i}")}),
+            )
+            .await;
         assert_eq!(response.status(), 201);
         assert!(response.headers().get("x-ratelimit-limit").is_none());
     }
@@ -181,32 +168,33 @@ async fn concurrent_saves_never_overshoot_the_memory_limit() {
     let (_, list) = app.get_json("/api/memories").await;
     let id = list["memories"][0]["id"].as_str().unwrap().to_string();
     let response = app
-        .request(Method::DELETE, &format!("/api/memories/{id}"))
-        .send()
-        .await
-        .unwrap();
+        .send(Method::DELETE, &format!("/api/memories/{id}"))
+        .await;
     assert_eq!(response.status(), 200);
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "fits again"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "fits again"}),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "one too many"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "one too many"}),
+        )
+        .await;
     assert_error(response, 403, "memory limit").await;
     // Superseding at the limit keeps the count and is allowed.
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "fits again, revised", "supersedes": list["memories"][1]["id"]}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "fits again, revised", "supersedes": list["memories"][1]["id"]}),
+        )
+        .await;
     assert_eq!(response.status(), 201);
 }
 
@@ -223,11 +211,8 @@ async fn the_memory_count_survives_an_actor_restart() {
     let actor = app.workspaces.resolve(app.workspace_id).await.unwrap();
     actor.kill();
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "fourth"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(Method::POST, "/api/memories", &json!({"content": "fourth"}))
+        .await;
     assert_error(response, 403, "memory limit").await;
 }
 
@@ -239,11 +224,8 @@ async fn a_dead_workspace_actor_is_replaced_and_serving_continues() {
     first.kill();
     // The very next request is served (by a fresh actor).
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "after"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(Method::POST, "/api/memories", &json!({"content": "after"}))
+        .await;
     assert_eq!(response.status(), 201);
     let second = app.workspaces.resolve(app.workspace_id).await.unwrap();
     assert_ne!(first.get_id(), second.get_id());

@@ -191,6 +191,21 @@ impl TestApp {
             .expect("set plan");
     }
 
+    /// Sends a request with this app's key.
+    pub async fn send(&self, method: Method, path: &str) -> Response {
+        self.request(method, path).send().await.unwrap()
+    }
+
+    /// Sends a JSON body with this app's key.
+    pub async fn send_json(
+        &self,
+        method: Method,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Response {
+        self.request(method, path).json(body).send().await.unwrap()
+    }
+
     /// Saves `content` (with extra fields merged in) and returns the memory JSON.
     pub async fn save(&self, content: &str, extra: Value) -> Value {
         let mut body = serde_json::json!({ "content": content });

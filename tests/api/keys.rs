@@ -50,37 +50,35 @@ async fn a_key_never_reaches_another_workspace() {
     let app = spawn_app().await;
     let (other_id, _) = app.other_workspace(None).await;
     let r = app
-        .request(
+        .send(
             Method::GET,
             &format!("/api/memories?workspaceId={other_id}"),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_error(r, 403, "another workspace").await;
     let r = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "x", "workspaceId": other_id}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "x", "workspaceId": other_id}),
+        )
+        .await;
     assert_error(r, 403, "another workspace").await;
     // Naming its own workspace is fine.
     let r = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "x", "workspaceId": app.workspace_id}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "x", "workspaceId": app.workspace_id}),
+        )
+        .await;
     assert_eq!(r.status(), 201);
     let r = app
-        .request(
+        .send(
             Method::GET,
             &format!("/api/memories?workspaceId={}", app.workspace_id),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(r.status(), 200);
 }
 

@@ -8,12 +8,7 @@ use crate::helpers::{assert_error, json_of, spawn_app};
 #[tokio::test]
 async fn save_returns_201_with_the_full_memory() {
     let app = spawn_app().await;
-    let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "I prefer dark mode", "category": "preference", "scope": "user-1", "project": "ui"}))
-        .send()
-        .await
-        .unwrap();
+    let response = app.send_json(Method::POST, "/api/memories", &json!({"content": "I prefer dark mode", "category": "preference", "scope": "user-1", "project": "ui"})).await;
     let (status, body) = json_of(response).await;
     assert_eq!(status, 201);
     assert_eq!(body["status"], "created");
@@ -77,12 +72,7 @@ async fn save_validates_every_field_and_names_it() {
         (json!({"content": 5}), "content"),
     ];
     for (body, field) in cases {
-        let response = app
-            .request(Method::POST, "/api/memories")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = app.send_json(Method::POST, "/api/memories", &body).await;
         assert_error(response, 400, field).await;
     }
     // Exactly at the limits is fine.
@@ -103,11 +93,12 @@ async fn an_exact_duplicate_returns_the_existing_memory_and_stores_nothing() {
         .save("I live in Paris.", json!({"project": "home"}))
         .await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "  i LIVE in   paris ", "project": "home"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "  i LIVE in   paris ", "project": "home"}),
+        )
+        .await;
     let (status, body) = json_of(response).await;
     assert_eq!(status, 201);
     assert_eq!(body["status"], "duplicate");
@@ -161,11 +152,12 @@ async fn supersedes_makes_the_next_version_of_the_chain() {
         )
         .await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "deploys are on Thursday", "supersedes": v1["id"]}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "deploys are on Thursday", "supersedes": v1["id"]}),
+        )
+        .await;
     let (status, body) = json_of(response).await;
     assert_eq!(status, 201);
     assert_eq!(body["status"], "superseded");
@@ -199,18 +191,20 @@ async fn supersedes_makes_the_next_version_of_the_chain() {
     }
     // Superseding an old version is refused; an unknown one is 404.
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "deploys are on Friday", "supersedes": v1["id"]}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "deploys are on Friday", "supersedes": v1["id"]}),
+        )
+        .await;
     assert_error(response, 409, "not the current version").await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "deploys are on Friday", "supersedes": uuid::Uuid::new_v4()}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "deploys are on Friday", "supersedes": uuid::Uuid::new_v4()}),
+        )
+        .await;
     assert_error(response, 404, "not found").await;
 }
 
@@ -331,29 +325,23 @@ async fn list_filters_paginates_and_counts_exactly() {
         ("includeExpired=maybe", "includeExpired"),
     ] {
         let response = app
-            .request(Method::GET, &format!("/api/memories?{query}"))
-            .send()
-            .await
-            .unwrap();
+            .send(Method::GET, &format!("/api/memories?{query}"))
+            .await;
         assert_error(response, 400, field).await;
     }
     let response = app
-        .request(
+        .send(
             Method::GET,
             &format!("/api/memories?search={}", "s".repeat(201)),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_error(response, 400, "search").await;
     let response = app
-        .request(
+        .send(
             Method::GET,
             &format!("/api/memories?scope={}", "s".repeat(201)),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_error(response, 400, "scope").await;
 }
 
@@ -382,11 +370,12 @@ async fn expired_memories_are_listed_only_on_request() {
     assert_eq!(expired["validUntil"], "2021-01-01T00:00:00Z");
     // Saving the same content again renews it as the next version.
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "old news"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "old news"}),
+        )
+        .await;
     let (status, renewed) = json_of(response).await;
     assert_eq!(status, 201);
     assert_eq!(renewed["status"], "superseded");
@@ -404,13 +393,12 @@ async fn patch_edits_in_place_or_makes_a_new_version() {
     let id = v1["id"].as_str().unwrap();
     // In place: same id and version.
     let response = app
-        .request(Method::PATCH, &format!("/api/memories/{id}"))
-        .json(
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{id}"),
             &json!({"category": "fact", "project": "editor", "validUntil": "2999-01-01T00:00:00Z"}),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     let (status, edited) = json_of(response).await;
     assert_eq!(status, 200, "{edited}");
     assert_eq!(
@@ -421,20 +409,22 @@ async fn patch_edits_in_place_or_makes_a_new_version() {
     assert_eq!(edited["project"], "editor");
     // null clears a date.
     let response = app
-        .request(Method::PATCH, &format!("/api/memories/{id}"))
-        .json(&json!({"validUntil": null}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{id}"),
+            &json!({"validUntil": null}),
+        )
+        .await;
     let (_, cleared) = json_of(response).await;
     assert!(cleared["validUntil"].is_null());
     // New content: a new version that keeps the edited fields.
     let response = app
-        .request(Method::PATCH, &format!("/api/memories/{id}"))
-        .json(&json!({"content": "I use helix"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{id}"),
+            &json!({"content": "I use helix"}),
+        )
+        .await;
     let (status, v2) = json_of(response).await;
     assert_eq!(status, 200);
     assert_eq!(v2["version"], 2);
@@ -442,11 +432,12 @@ async fn patch_edits_in_place_or_makes_a_new_version() {
     assert_eq!(v2["project"], "editor");
     // The old version can no longer be edited.
     let response = app
-        .request(Method::PATCH, &format!("/api/memories/{id}"))
-        .json(&json!({"category": "context"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{id}"),
+            &json!({"category": "context"}),
+        )
+        .await;
     assert_error(response, 409, "current version").await;
     // Validation and emptiness.
     let v2_id = v2["id"].as_str().unwrap();
@@ -460,21 +451,19 @@ async fn patch_edits_in_place_or_makes_a_new_version() {
         ),
     ] {
         let response = app
-            .request(Method::PATCH, &format!("/api/memories/{v2_id}"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+            .send_json(Method::PATCH, &format!("/api/memories/{v2_id}"), &body)
+            .await;
         assert_error(response, 400, field).await;
     }
     // Content equal to another current memory in the lane is refused.
     app.save("I use emacs", json!({"project": "editor"})).await;
     let response = app
-        .request(Method::PATCH, &format!("/api/memories/{v2_id}"))
-        .json(&json!({"content": "I use emacs"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{v2_id}"),
+            &json!({"content": "I use emacs"}),
+        )
+        .await;
     assert_error(response, 409, "already holds this content").await;
     let (_, still) = app.get_json(&format!("/api/memories/{v2_id}")).await;
     assert_eq!(still["isCurrent"], true);
@@ -486,72 +475,61 @@ async fn delete_and_forget_are_soft_and_final_for_retrieval() {
     let a = app.save("memory a", json!({})).await;
     let b1 = app.save("memory b", json!({})).await;
     let response = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "memory b, revised", "supersedes": b1["id"]}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "memory b, revised", "supersedes": b1["id"]}),
+        )
+        .await;
     let (_, b2) = json_of(response).await;
     let b2 = &b2["memory"];
 
     let response = app
-        .request(
+        .send(
             Method::DELETE,
             &format!("/api/memories/{}", a["id"].as_str().unwrap()),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     let (status, body) = json_of(response).await;
     assert_eq!((status, body), (200, json!({"success": true})));
     let response = app
-        .request(
+        .send(
             Method::GET,
             &format!("/api/memories/{}", a["id"].as_str().unwrap()),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_error(response, 404, "not found").await;
     let response = app
-        .request(
+        .send(
             Method::DELETE,
             &format!("/api/memories/{}", a["id"].as_str().unwrap()),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_error(response, 404, "not found").await;
 
     // Forget through the first version removes the whole chain.
     let response = app
-        .request(
+        .send_json(
             Method::POST,
             &format!("/api/memories/{}/forget", b1["id"].as_str().unwrap()),
+            &json!({"reason": "user asked"}),
         )
-        .json(&json!({"reason": "user asked"}))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(json_of(response).await, (200, json!({"success": true})));
     for id in [&b1["id"], &b2["id"]] {
         let response = app
-            .request(
+            .send(
                 Method::GET,
                 &format!("/api/memories/{}", id.as_str().unwrap()),
             )
-            .send()
-            .await
-            .unwrap();
+            .await;
         assert_error(response, 404, "not found").await;
         let response = app
-            .request(
+            .send(
                 Method::GET,
                 &format!("/api/memories/{}/history", id.as_str().unwrap()),
             )
-            .send()
-            .await
-            .unwrap();
+            .await;
         assert_error(response, 404, "not found").await;
     }
     let (_, list) = app.get_json("/api/memories?includeExpired=true").await;
@@ -559,13 +537,11 @@ async fn delete_and_forget_are_soft_and_final_for_retrieval() {
     // Forget without a body works too.
     let c = app.save("memory c", json!({})).await;
     let response = app
-        .request(
+        .send(
             Method::POST,
             &format!("/api/memories/{}/forget", c["id"].as_str().unwrap()),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(response.status(), 200);
     // The content can be saved again as a new memory.
     let again = app.save("memory a", json!({})).await;
@@ -579,11 +555,12 @@ async fn feedback_is_validated_and_changes_the_memory() {
     let id = m["id"].as_str().unwrap();
     for rating in ["helpful", "not_helpful", "wrong"] {
         let response = app
-            .request(Method::POST, &format!("/api/memories/{id}/feedback"))
-            .json(&json!({"rating": rating, "explanation": "because"}))
-            .send()
-            .await
-            .unwrap();
+            .send_json(
+                Method::POST,
+                &format!("/api/memories/{id}/feedback"),
+                &json!({"rating": rating, "explanation": "because"}),
+            )
+            .await;
         assert_eq!(json_of(response).await, (200, json!({"success": true})));
     }
     for (body, field) in [
@@ -595,30 +572,26 @@ async fn feedback_is_validated_and_changes_the_memory() {
         ),
     ] {
         let response = app
-            .request(Method::POST, &format!("/api/memories/{id}/feedback"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+            .send_json(Method::POST, &format!("/api/memories/{id}/feedback"), &body)
+            .await;
         assert_error(response, 400, field).await;
     }
     let response = app
-        .request(
+        .send_json(
             Method::POST,
             &format!("/api/memories/{}/feedback", uuid::Uuid::new_v4()),
+            &json!({"rating": "helpful"}),
         )
-        .json(&json!({"rating": "helpful"}))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_error(response, 404, "not found").await;
     // `outdated` expires it now: gone from the default list, there with includeExpired.
     let response = app
-        .request(Method::POST, &format!("/api/memories/{id}/feedback"))
-        .json(&json!({"rating": "outdated"}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            &format!("/api/memories/{id}/feedback"),
+            &json!({"rating": "outdated"}),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     let (_, list) = app.get_json("/api/memories").await;
     assert_eq!(list["total"], 0);
@@ -638,44 +611,35 @@ async fn scope_is_a_hard_wall() {
     // Read, change, delete, forget, history, feedback from another scope or none: 404.
     for scope in ["", "?scope=tenant-b"] {
         let path = |suffix: &str| format!("/api/memories/{id}{suffix}{scope}");
-        let r = app.request(Method::GET, &path("")).send().await.unwrap();
+        let r = app.send(Method::GET, &path("")).await;
+        assert_error(r, 404, "not found").await;
+        let r = app.send(Method::GET, &path("/history")).await;
         assert_error(r, 404, "not found").await;
         let r = app
-            .request(Method::GET, &path("/history"))
-            .send()
-            .await
-            .unwrap();
+            .send_json(Method::PATCH, &path(""), &json!({"content": "leak"}))
+            .await;
         assert_error(r, 404, "not found").await;
         let r = app
-            .request(Method::PATCH, &path(""))
-            .json(&json!({"content": "leak"}))
-            .send()
-            .await
-            .unwrap();
+            .send_json(
+                Method::POST,
+                &path("/feedback"),
+                &json!({"rating": "wrong"}),
+            )
+            .await;
         assert_error(r, 404, "not found").await;
-        let r = app
-            .request(Method::POST, &path("/feedback"))
-            .json(&json!({"rating": "wrong"}))
-            .send()
-            .await
-            .unwrap();
+        let r = app.send(Method::POST, &path("/forget")).await;
         assert_error(r, 404, "not found").await;
-        let r = app
-            .request(Method::POST, &path("/forget"))
-            .send()
-            .await
-            .unwrap();
-        assert_error(r, 404, "not found").await;
-        let r = app.request(Method::DELETE, &path("")).send().await.unwrap();
+        let r = app.send(Method::DELETE, &path("")).await;
         assert_error(r, 404, "not found").await;
     }
     // Superseding across scopes is refused too.
     let r = app
-        .request(Method::POST, "/api/memories")
-        .json(&json!({"content": "hijack", "scope": "tenant-b", "supersedes": id}))
-        .send()
-        .await
-        .unwrap();
+        .send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": "hijack", "scope": "tenant-b", "supersedes": id}),
+        )
+        .await;
     assert_error(r, 404, "not found").await;
     // Not counted elsewhere.
     let (_, unscoped) = app.get_json("/api/memories").await;
@@ -731,10 +695,6 @@ async fn another_workspaces_memory_is_a_404() {
 #[tokio::test]
 async fn a_malformed_id_is_a_404() {
     let app = spawn_app().await;
-    let r = app
-        .request(Method::GET, "/api/memories/not-a-uuid")
-        .send()
-        .await
-        .unwrap();
+    let r = app.send(Method::GET, "/api/memories/not-a-uuid").await;
     assert_error(r, 404, "not found").await;
 }
