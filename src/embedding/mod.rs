@@ -118,7 +118,42 @@ pub fn from_bytes(bytes: &[u8]) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+
+    /// Counts how many texts it was asked to embed.
+    struct Counting(AtomicUsize);
+
+    #[async_trait]
+    impl Embedder for Counting {
+        fn model(&self) -> &str {
+            "counting"
+        }
+        fn dimensions(&self) -> usize {
+            2
+        }
+        async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.0.fetch_add(texts.len(), Ordering::SeqCst);
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn repeated_queries_come_from_the_cache() {
+        let counting = Arc::new(Counting(AtomicUsize::new(0)));
+        let embeddings = Embeddings::new(counting.clone(), 100);
+        let first = embeddings.embed_query("where do I live").await.unwrap();
+        let second = embeddings.embed_query("where do I live").await.unwrap();
+        assert_eq!(first, second);
+        assert_eq!(counting.0.load(Ordering::SeqCst), 1);
+        embeddings.embed_query("something else").await.unwrap();
+        embeddings
+            .embed_documents(vec!["a".into(), "b".into()])
+            .await
+            .unwrap();
+        assert_eq!(counting.0.load(Ordering::SeqCst), 4);
+    }
 
     #[test]
     fn vectors_round_trip_through_bytes() {

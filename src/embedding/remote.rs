@@ -125,3 +125,78 @@ impl Embedder for RemoteEmbedder {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::routing::post;
+    use axum::{Json, Router};
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// A fake OpenAI-compatible server: vector i is [i + 1, 0, 0] (not unit length), returned
+    /// in reverse order; inputs containing "fail" get a 500.
+    async fn fake_server() -> String {
+        async fn embeddings(
+            Json(body): Json<Value>,
+        ) -> Result<Json<Value>, (axum::http::StatusCode, String)> {
+            let inputs = body["input"].as_array().cloned().unwrap_or_default();
+            if inputs
+                .iter()
+                .any(|i| i.as_str().unwrap_or_default().contains("fail"))
+            {
+                return Err((
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "model crashed".to_string(),
+                ));
+            }
+            let mut data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, _)| json!({"index": i, "embedding": [i as f32 + 1.0, 0.0, 0.0]}))
+                .collect();
+            data.reverse();
+            Ok(Json(json!({"data": data, "model": body["model"]})))
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                Router::new().route("/v1/embeddings", post(embeddings)),
+            )
+            .await
+            .unwrap();
+        });
+        format!("http://{address}/v1")
+    }
+
+    #[tokio::test]
+    async fn vectors_come_back_in_order_and_unit_length() {
+        let url = fake_server().await;
+        let embedder = RemoteEmbedder::connect(&url, "test-model", Some("k".to_string()))
+            .await
+            .unwrap();
+        assert_eq!((embedder.model(), embedder.dimensions()), ("test-model", 3));
+        let texts: Vec<String> = (0..40).map(|i| format!("text {i}")).collect();
+        let vectors = embedder.embed(texts).await.unwrap();
+        assert_eq!(vectors.len(), 40);
+        assert!(vectors.iter().all(|v| v == &vec![1.0, 0.0, 0.0]));
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_reported() {
+        let url = fake_server().await;
+        let embedder = RemoteEmbedder::connect(&url, "test-model", None)
+            .await
+            .unwrap();
+        let error = embedder
+            .embed(vec!["please fail".to_string()])
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("model crashed"), "{error}");
+        assert!(RemoteEmbedder::connect("http://127.0.0.1:1", "m", None)
+            .await
+            .is_err());
+    }
+}
