@@ -420,6 +420,15 @@ impl MemoryService {
         input: CreateMemory,
         source: Source,
     ) -> Result<SaveResult> {
+        // Every request counts, valid or not. A new version (`supersedes`) leaves the count of
+        // current memories unchanged, so only a plain save reserves a memory slot.
+        let permit = admit(
+            &self.workspaces,
+            caller,
+            EndpointClass::Save,
+            input.supersedes.is_none(),
+        )
+        .await?;
         caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, input.scope.as_deref())?;
         let content = content(input.content.as_deref(), self.max_content_chars)?;
@@ -449,8 +458,6 @@ impl MemoryService {
         };
 
         if let Some(old_id) = supersedes {
-            // A new version leaves the count of current memories unchanged: no slot needed.
-            admit(&self.workspaces, caller, EndpointClass::Save, false).await?;
             let old = self.store.memory(&lane, old_id).await?.ok_or_else(|| {
                 Error::NotFound(format!("memory to supersede ({old_id}) not found"))
             })?;
@@ -463,7 +470,6 @@ impl MemoryService {
             return self.supersede(&lane, &old, memory).await;
         }
 
-        let permit = admit(&self.workspaces, caller, EndpointClass::Save, true).await?;
         // Insert first: a new memory costs one statement. The dedup index refuses a second
         // current memory with the same content in the lane, and only then is it looked up.
         if let Some(created) = self.store.insert_memory(&memory).await? {
@@ -515,6 +521,7 @@ impl MemoryService {
 
     /// `GET /api/memories`.
     pub async fn list(&self, caller: &Caller, params: ListParams) -> Result<MemoryList> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_LIST_LIMIT, 1, 100)?;
@@ -547,7 +554,6 @@ impl MemoryService {
             None => None,
         };
         let include_expired = bool_param("includeExpired", params.include_expired.as_deref())?;
-        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let filter = ListFilter {
             lane,
             categories,
@@ -568,10 +574,10 @@ impl MemoryService {
 
     /// `GET /api/memories/{id}`.
     pub async fn get(&self, caller: &Caller, id: &str, params: ScopeParams) -> Result<MemoryView> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
-        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let memory = self
             .store
             .memory(&lane, id)
@@ -588,6 +594,7 @@ impl MemoryService {
         params: ScopeParams,
         input: UpdateMemory,
     ) -> Result<MemoryView> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
         caller.check_workspace(params.workspace_id)?;
         caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
@@ -621,7 +628,6 @@ impl MemoryService {
                 "nothing to update: give content, category, project, validFrom or validUntil",
             ));
         }
-        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
         let current = self
             .store
             .memory(&lane, id)
@@ -676,10 +682,10 @@ impl MemoryService {
 
     /// `DELETE /api/memories/{id}`: soft-deletes this one memory.
     pub async fn delete(&self, caller: &Caller, id: &str, params: ScopeParams) -> Result<Success> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
         caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
-        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
         let was_current = self
             .store
             .delete_memory(&lane, id, to_micros(now()))
@@ -699,6 +705,7 @@ impl MemoryService {
         params: ScopeParams,
         input: ForgetInput,
     ) -> Result<Success> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
         caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
@@ -712,7 +719,6 @@ impl MemoryService {
                 format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
             ));
         }
-        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
         let removed = self
             .store
             .forget_chain(&lane, id, to_micros(now()))
@@ -726,10 +732,10 @@ impl MemoryService {
 
     /// `GET /api/memories/{id}/history`.
     pub async fn history(&self, caller: &Caller, id: &str, params: ScopeParams) -> Result<History> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
-        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let memory = self
             .store
             .memory(&lane, id)
@@ -755,6 +761,7 @@ impl MemoryService {
         params: ScopeParams,
         input: FeedbackInput,
     ) -> Result<Success> {
+        admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
         caller.check_workspace(params.workspace_id)?;
         caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
@@ -779,7 +786,6 @@ impl MemoryService {
                 format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
             ));
         }
-        admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
         let record = FeedbackRecord {
             id: Uuid::now_v7(),
             rating,

@@ -234,3 +234,19 @@ async fn a_dead_workspace_actor_is_replaced_and_serving_continues() {
     let (_, list) = app.get_json("/api/memories").await;
     assert_eq!(list["total"], 2);
 }
+
+#[tokio::test]
+async fn invalid_requests_count_against_the_limit_too() {
+    let app = spawn_app().await;
+    for _ in 0..30 {
+        let response = app
+            .send_json(Method::POST, "/api/memories", &json!({"content": ""}))
+            .await;
+        assert_eq!(header(&response, "x-ratelimit-limit"), Some(30));
+        assert_error(response, 400, "content").await;
+    }
+    let response = app
+        .send_json(Method::POST, "/api/memories", &json!({"content": "valid"}))
+        .await;
+    assert_error(response, 429, "rate limit").await;
+}
