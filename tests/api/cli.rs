@@ -283,3 +283,29 @@ async fn config_file_and_env_are_layered() {
     assert_eq!(config["workspace_idle_secs"], 42);
     assert_eq!(config["listen"], "127.0.0.1:0");
 }
+
+#[tokio::test]
+async fn the_logged_configuration_masks_the_database_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_memvault"))
+        .arg("serve")
+        .env(
+            "MEMVAULT_DATABASE_URL",
+            "postgres://memvault:hunter2@127.0.0.1:1/nowhere",
+        )
+        .env("MEMVAULT_DATA_DIR", dir.path())
+        .env("MEMVAULT_LOG_FORMAT", "json")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run memvault serve");
+    // Nothing listens on port 1: the server cannot start, after logging its configuration.
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let config = stderr
+        .lines()
+        .find(|l| l.contains("effective configuration"))
+        .expect("config logged");
+    assert!(config.contains("memvault:***@127.0.0.1:1"), "{config}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(stderr.contains("cannot open the database"), "{stderr}");
+}
