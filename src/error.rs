@@ -12,6 +12,9 @@ pub enum StorageError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+    /// The store was shut down (the group-commit task is gone).
+    #[error("the store is shut down")]
+    Closed,
     /// A unique index refused a write (a concurrent duplicate, or an edit that would make one).
     #[error("unique constraint violated")]
     UniqueViolation,
@@ -93,9 +96,10 @@ impl From<StorageError> for Error {
                 "a current memory with the same content already exists in this scope and project"
                     .to_string(),
             ),
-            StorageError::Database(_) | StorageError::Migrate(_) | StorageError::Corrupt(_) => {
-                Error::Storage(error)
-            }
+            StorageError::Database(_)
+            | StorageError::Migrate(_)
+            | StorageError::Corrupt(_)
+            | StorageError::Closed => Error::Storage(error),
         }
     }
 }

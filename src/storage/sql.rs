@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use sqlx::{FromRow, QueryBuilder};
+use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::{Backend, FeedbackRecord, Store, StoreResult, Superseded};
@@ -188,20 +189,74 @@ fn feedback_update(rating: Rating) -> &'static str {
     }
 }
 
+/// Most new memories one commit carries (group commit).
+const INSERT_BATCH: usize = 64;
+
+/// A new memory waiting for the group commit, with where to send its outcome.
+struct InsertJob {
+    memory: NewMemory,
+    reply: oneshot::Sender<StoreResult<Option<MemoryRow>>>,
+}
+
 macro_rules! sql_store {
     ($store:ident, $db:ty, $backend:expr) => {
         /// The store over this backend: `pool` serves reads, `writer` every write (for SQLite
         /// a single connection, so writers queue in the pool instead of sleeping in SQLite's
         /// busy handler; for PostgreSQL the same pool).
+        ///
+        /// New memories (the common save) go through a group commit: a task takes every insert
+        /// waiting, up to [`INSERT_BATCH`], and commits them in one transaction, so concurrent
+        /// saves share one log sync instead of queueing for one each. Each is answered after
+        /// the commit.
         #[derive(Clone)]
         pub struct $store {
             pool: sqlx::Pool<$db>,
             writer: sqlx::Pool<$db>,
+            inserts: mpsc::Sender<InsertJob>,
         }
 
         impl $store {
+            /// Must be called inside a tokio runtime (it starts the group-commit task).
             pub fn new(pool: sqlx::Pool<$db>, writer: sqlx::Pool<$db>) -> Self {
-                Self { pool, writer }
+                let (inserts, queue) = mpsc::channel(1024);
+                tokio::spawn(Self::group_commit(writer.clone(), queue));
+                Self { pool, writer, inserts }
+            }
+
+            /// Runs until every store handle is dropped.
+            async fn group_commit(writer: sqlx::Pool<$db>, mut queue: mpsc::Receiver<InsertJob>) {
+                let mut batch = Vec::with_capacity(INSERT_BATCH);
+                while queue.recv_many(&mut batch, INSERT_BATCH).await > 0 {
+                    let jobs = std::mem::take(&mut batch);
+                    match Self::insert_batch(&writer, &jobs).await {
+                        Ok(rows) => {
+                            for (job, row) in jobs.into_iter().zip(rows) {
+                                let _ = job.reply.send(Ok(row));
+                            }
+                        }
+                        // One failing insert must not fail the others: each on its own.
+                        Err(_) => {
+                            for job in jobs {
+                                let row = Self::insert_version(&writer, &job.memory, 1, job.memory.id, None).await;
+                                let _ = job.reply.send(row);
+                            }
+                        }
+                    }
+                }
+            }
+
+            async fn insert_batch(
+                writer: &sqlx::Pool<$db>,
+                jobs: &[InsertJob],
+            ) -> StoreResult<Vec<Option<MemoryRow>>> {
+                let mut tx = writer.begin().await?;
+                let mut rows = Vec::with_capacity(jobs.len());
+                for job in jobs {
+                    let m = &job.memory;
+                    rows.push(Self::insert_version(&mut *tx, m, 1, m.id, None).await?);
+                }
+                tx.commit().await?;
+                Ok(rows)
             }
 
             fn push_list_filters(qb: &mut QueryBuilder<$db>, f: &ListFilter) {
@@ -396,7 +451,11 @@ macro_rules! sql_store {
             }
 
             async fn insert_memory(&self, m: &NewMemory) -> StoreResult<Option<Memory>> {
-                memory(Self::insert_version(&self.writer, m, 1, m.id, None).await?)
+                let (reply, outcome) = oneshot::channel();
+                let job = InsertJob { memory: m.clone(), reply };
+                self.inserts.send(job).await.map_err(|_| StorageError::Closed)?;
+                let row = outcome.await.map_err(|_| StorageError::Closed)??;
+                memory(row)
             }
 
             async fn supersede(&self, lane: &Lane, old_id: Uuid, m: &NewMemory) -> StoreResult<Superseded> {
