@@ -12,6 +12,9 @@ pub enum StorageError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+    /// The data directory could not be created.
+    #[error("cannot create the data directory: {0}")]
+    DataDir(String),
     /// The store was shut down (the group-commit task is gone).
     #[error("the store is shut down")]
     Closed,
@@ -99,6 +102,7 @@ impl From<StorageError> for Error {
             StorageError::Database(_)
             | StorageError::Migrate(_)
             | StorageError::Corrupt(_)
+            | StorageError::DataDir(_)
             | StorageError::Closed => Error::Storage(error),
         }
     }

@@ -142,9 +142,8 @@ pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
         let options = SqliteConnectOptions::from_str(&url)?;
         if let Some(parent) = options.get_filename().parent() {
             if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    StorageError::Corrupt(format!("cannot create {}: {e}", parent.display()))
-                })?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| StorageError::DataDir(format!("{}: {e}", parent.display())))?;
             }
         }
         let options = options
