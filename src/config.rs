@@ -68,6 +68,39 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Longest memory content, in characters.
     pub max_content_chars: usize,
+    /// Where the local embedding model (all-MiniLM-L6-v2) is installed.
+    pub embedding_model_dir: PathBuf,
+    /// An OpenAI-compatible `/v1/embeddings` base URL; when set it replaces the local model.
+    pub embeddings_url: Option<String>,
+    pub embeddings_model: String,
+    pub embeddings_key: Option<String>,
+    /// An OpenAI-compatible chat endpoint (base URL) that judges fact updates; offline
+    /// heuristics when unset.
+    pub llm_url: Option<String>,
+    pub llm_model: String,
+    pub llm_key: Option<String>,
+    /// Cosine similarity at or above which a new memory is a near-duplicate of one in the same
+    /// scope and project.
+    pub dedup_threshold: f32,
+    /// Nearest memories at or above this similarity are considered for automatic supersession.
+    pub supersede_min_similarity: f32,
+    /// Notes longer than this (in characters) go the 202 way and are split into atomic memories.
+    pub long_note_chars: usize,
+    /// How keyword and vector results are fused: `score` (weighted, normalised scores) or `rrf`
+    /// (reciprocal-rank fusion).
+    pub search_fusion: Fusion,
+    /// Query vectors kept in the cache.
+    pub query_cache_entries: u64,
+    /// Lines of each part of a profile.
+    pub profile_lines: usize,
+}
+
+/// How keyword and vector results are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    Score,
+    Rrf,
 }
 
 impl Default for Settings {
@@ -92,6 +125,19 @@ impl Default for Settings {
             plan_refresh_secs: 30,
             max_body_bytes: 50 * 1024,
             max_content_chars: 10_000,
+            embedding_model_dir: PathBuf::from("./models/all-MiniLM-L6-v2"),
+            embeddings_url: None,
+            embeddings_model: "text-embedding-3-small".to_string(),
+            embeddings_key: None,
+            llm_url: None,
+            llm_model: "gpt-4o-mini".to_string(),
+            llm_key: None,
+            dedup_threshold: 0.95,
+            supersede_min_similarity: 0.55,
+            long_note_chars: 1_000,
+            search_fusion: Fusion::Score,
+            query_cache_entries: 10_000,
+            profile_lines: 50,
         }
     }
 }
@@ -134,6 +180,11 @@ impl Settings {
     pub fn redacted(&self) -> serde_json::Value {
         let mut shown = self.clone();
         shown.database_url = Some(mask_url_password(&self.database_url()));
+        let hide = |secret: &Option<String>| secret.as_ref().map(|_| "***".to_string());
+        shown.embeddings_key = hide(&self.embeddings_key);
+        shown.llm_key = hide(&self.llm_key);
+        shown.embeddings_url = self.embeddings_url.as_deref().map(mask_url_password);
+        shown.llm_url = self.llm_url.as_deref().map(mask_url_password);
         serde_json::to_value(shown).unwrap_or_default()
     }
 }

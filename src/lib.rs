@@ -2,15 +2,17 @@
 //!
 //! Layers, each importing only downward (see ARCHITECTURE.md):
 //! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`]) -> [`services`] ->
-//! engines ([`storage`], [`embedding`], [`text`], the `memvault-actors` crate) -> [`config`], [`error`],
-//! [`model`].
+//! engines ([`storage`], [`search`], [`embedding`], [`judge`], [`text`], the `memvault-actors`
+//! crate) -> [`config`], [`error`], [`model`].
 
 pub mod cli;
 pub mod config;
 pub mod embedding;
 pub mod error;
 pub mod http;
+pub mod judge;
 pub mod model;
+pub mod search;
 pub mod services;
 pub mod startup;
 pub mod storage;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
@@ -130,6 +131,8 @@ pub struct Memory {
     pub flagged_wrong: bool,
     pub helpful_count: i64,
     pub not_helpful_count: i64,
+    /// The note (202 job) this memory was split from, when it was.
+    pub origin_id: Option<Uuid>,
 }
 
 impl Memory {
@@ -153,6 +156,17 @@ pub struct NewMemory {
     pub valid_from: Option<DateTime<Utc>>,
     pub valid_until: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    /// The note (202 job) this memory was split from, when it was.
+    pub origin_id: Option<Uuid>,
+    /// The content's embedding, stored with the memory in the same transaction.
+    pub embedding: Option<Embedded>,
+}
+
+/// A vector with the name of the model that made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub model: Arc<str>,
+    pub vector: Arc<[f32]>,
 }
 
 impl NewMemory {
@@ -221,6 +235,24 @@ impl FieldPatch {
     }
 }
 
+/// A persisted job of the long-note (202) path. `request` and `result` are JSON documents
+/// owned by the memories service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub user_id: String,
+    pub scope: String,
+    pub state: String,
+    pub request: String,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub attempts: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
 /// Filters of the list endpoint, validated.
 #[derive(Debug, Clone)]
 pub struct ListFilter {
@@ -231,6 +263,10 @@ pub struct ListFilter {
     /// Normalised substring.
     pub search: Option<String>,
     pub include_expired: bool,
+    /// Leave out memories flagged `wrong` (profile).
+    pub exclude_wrong: bool,
+    /// Only memories created at or after this instant (profile's recent context).
+    pub created_since: Option<DateTime<Utc>>,
     pub now: DateTime<Utc>,
     pub limit: i64,
     pub offset: i64,

@@ -11,21 +11,81 @@ use memvault_actors::{RegistryArgs, Workspaces};
 use tokio::net::TcpListener;
 
 use crate::config::{Settings, Switch};
+use crate::embedding::{Embedder, Embeddings, LocalEmbedder, RemoteEmbedder};
 use crate::http::{self, AppState};
+use crate::judge::{HeuristicJudge, LlmJudge, UpdateJudge};
+use crate::search::vectors::VectorConfig;
+use crate::search::SearchEngine;
+use crate::services::memories::{MemoryDeps, NoteJobs, Tuning};
 use crate::services::{AccountsService, MemoryService};
 use crate::storage::{self, ActorStore, Store};
+
+/// Attempts of a long-note job, and the backoff between them.
+const JOB_ATTEMPTS: u32 = 3;
+const JOB_BACKOFF_BASE: Duration = Duration::from_millis(500);
+const JOB_BACKOFF_CAP: Duration = Duration::from_secs(30);
+const JOB_CONCURRENCY: usize = 2;
+
+/// What a caller may hand to [`Application::build_with`] instead of the defaults.
+#[derive(Default)]
+pub struct Overrides {
+    /// Extra routes behind the same layers (tests use it).
+    pub routes: Option<Router<AppState>>,
+    /// An embedder already loaded (tests share one model across many servers).
+    pub embedder: Option<Arc<dyn Embedder>>,
+}
 
 pub struct Application {
     listener: TcpListener,
     router: Router,
     store: Arc<dyn Store>,
     workspaces: Workspaces,
+    memories: MemoryService,
     registry: tokio::task::JoinHandle<()>,
+    background: Vec<ractor::ActorCell>,
+}
+
+/// The configured sentence encoder: an embedding server when `embeddings_url` is set, else
+/// the local model (a clear error says how to install it when it is missing).
+pub async fn load_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
+    match settings
+        .embeddings_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
+        Some(url) => {
+            let remote = RemoteEmbedder::connect(
+                url,
+                &settings.embeddings_model,
+                settings.embeddings_key.clone(),
+            )
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot use the embedding server at {}",
+                    crate::config::mask_url_password(url)
+                )
+            })?;
+            Ok(Arc::new(remote))
+        }
+        None => {
+            let dir = settings.embedding_model_dir.clone();
+            let started = Instant::now();
+            let local = tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir))
+                .await
+                .context("the model loader stopped")??;
+            tracing::info!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "embedding model loaded"
+            );
+            Ok(Arc::new(local))
+        }
+    }
 }
 
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
-        Self::build_with_routes(settings, Router::new()).await
+        Self::build_with(settings, Overrides::default()).await
     }
 
     /// Like [`Application::build`], with extra routes behind the same layers (tests use it).
@@ -33,6 +93,22 @@ impl Application {
         settings: &Settings,
         extra: Router<AppState>,
     ) -> anyhow::Result<Self> {
+        Self::build_with(
+            settings,
+            Overrides {
+                routes: Some(extra),
+                ..Overrides::default()
+            },
+        )
+        .await
+    }
+
+    pub async fn build_with(settings: &Settings, overrides: Overrides) -> anyhow::Result<Self> {
+        let extra = overrides.routes.unwrap_or_default();
+        let embedder = match overrides.embedder {
+            Some(embedder) => embedder,
+            None => load_embedder(settings).await?,
+        };
         let started = Instant::now();
         let store = storage::connect(settings).await.with_context(|| {
             format!(
@@ -55,13 +131,70 @@ impl Application {
         .await
         .context("cannot start the workspace registry")?;
 
+        let embeddings = Embeddings::new(embedder.clone(), settings.query_cache_entries);
+        let engine = Arc::new(SearchEngine::new(
+            embedder.dimensions(),
+            VectorConfig::default(),
+        )?);
+        let (maintainer, _) = ractor::Actor::spawn(None, memvault_actors::MaintenanceActor, ())
+            .await
+            .context("cannot start the index maintainer")?;
+        let judge: Arc<dyn UpdateJudge> =
+            match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
+                Some(url) => Arc::new(LlmJudge::new(
+                    url,
+                    &settings.llm_model,
+                    settings.llm_key.clone(),
+                )?),
+                None => Arc::new(HeuristicJudge),
+            };
+        let memories = MemoryService::new(MemoryDeps {
+            store: store.clone(),
+            workspaces: workspaces.clone(),
+            embeddings,
+            engine,
+            maintainer: maintainer.clone(),
+            judge,
+            tuning: Tuning {
+                max_content_chars: settings.max_content_chars,
+                dedup_threshold: settings.dedup_threshold,
+                supersede_min_similarity: settings.supersede_min_similarity,
+                long_note_chars: settings.long_note_chars,
+                fusion: settings.search_fusion,
+                profile_lines: settings.profile_lines,
+            },
+        });
+
+        let report = memories.rebuild_indexes(false).await?;
+        tracing::info!(
+            memories = report.indexed,
+            embedded = report.embedded,
+            elapsed_ms = report.elapsed.as_millis() as u64,
+            "search indexes rebuilt from the database"
+        );
+
+        let (jobs, _) = ractor::Actor::spawn(
+            None,
+            memvault_actors::JobsSupervisor,
+            memvault_actors::JobsArgs {
+                handler: Arc::new(NoteJobs(memories.clone())),
+                max_attempts: JOB_ATTEMPTS,
+                backoff_base: JOB_BACKOFF_BASE,
+                backoff_cap: JOB_BACKOFF_CAP,
+                concurrency: JOB_CONCURRENCY,
+            },
+        )
+        .await
+        .context("cannot start the jobs supervisor")?;
+        memories.attach_jobs(jobs.clone());
+        let resumed = memories.resume_jobs().await?;
+        if resumed > 0 {
+            tracing::info!(jobs = resumed, "unfinished long-note jobs resumed");
+        }
+
         let state = AppState {
             accounts: AccountsService::new(store.clone(), Some(workspaces.clone())),
-            memories: MemoryService::new(
-                store.clone(),
-                workspaces.clone(),
-                settings.max_content_chars,
-            ),
+            memories: memories.clone(),
             store: store.clone(),
         };
         let router = http::app(state, settings.max_body_bytes, extra);
@@ -80,7 +213,9 @@ impl Application {
             router,
             store,
             workspaces,
+            memories,
             registry,
+            background: vec![maintainer.get_cell(), jobs.get_cell()],
         })
     }
 
@@ -100,6 +235,11 @@ impl Application {
         &self.workspaces
     }
 
+    /// The memories service (the CLI's import and export use it).
+    pub fn memories(&self) -> &MemoryService {
+        &self.memories
+    }
+
     /// Serves until `shutdown` completes, then finishes in-flight requests, stops the actors
     /// and closes the database.
     pub async fn run_until(
@@ -111,6 +251,9 @@ impl Application {
             .with_graceful_shutdown(shutdown)
             .await?;
         tracing::info!("in-flight requests finished, stopping");
+        for actor in &self.background {
+            actor.stop(None);
+        }
         self.workspaces.stop();
         let _ = self.registry.await;
         self.store.close().await;

@@ -1,17 +1,26 @@
 //! memvault's actors: one supervised actor per active workspace that owns rate limiting and
-//! memory-limit accounting, and the registry that spawns and supervises them.
+//! memory-limit accounting, the registry that spawns and supervises them, and the index
+//! maintainer that folds and merges vector segments in the background, and the supervisor of
+//! background jobs (long notes) with retries.
 //!
 //! This crate never imports the web or storage layers: it reaches storage through
 //! [`WorkspaceStore`], which the `memvault` crate implements.
 
+pub mod jobs;
+pub mod maintenance;
 pub mod plan;
 pub mod rate_limit;
 pub mod registry;
 pub mod store;
 pub mod workspace;
 
+pub use jobs::{backoff, JobHandler, JobStats, JobsArgs, JobsMsg, JobsSupervisor};
+pub use maintenance::{Maintainable, MaintenanceActor, MaintenanceMsg, MaintenanceStats};
 pub use plan::{EndpointClass, Limits, Plan, PlanTable, UnknownPlan};
 pub use rate_limit::{RateStatus, Verdict};
 pub use registry::{RegistryActor, RegistryArgs, RegistryMsg, Workspaces, WorkspacesError};
 pub use store::{StoreFailure, WorkspaceSnapshot, WorkspaceStore};
-pub use workspace::{Admission, SavePermit, Usage, WorkspaceActor, WorkspaceArgs, WorkspaceMsg};
+pub use workspace::{
+    Admission, CachedProfile, ProfileKey, ProfileLookup, SavePermit, Usage, WorkspaceActor,
+    WorkspaceArgs, WorkspaceMsg,
+};

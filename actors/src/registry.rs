@@ -17,7 +17,10 @@ use uuid::Uuid;
 
 use crate::plan::{EndpointClass, Plan, PlanTable};
 use crate::store::{StoreFailure, WorkspaceStore};
-use crate::workspace::{Admission, Usage, WorkspaceActor, WorkspaceArgs, WorkspaceMsg};
+use crate::workspace::{
+    Admission, CachedProfile, ProfileKey, ProfileLookup, Usage, WorkspaceActor, WorkspaceArgs,
+    WorkspaceMsg,
+};
 
 /// Configuration of the registry and of every workspace actor it spawns.
 #[derive(Clone)]
@@ -346,6 +349,53 @@ impl Workspaces {
             reply,
         })
         .await
+    }
+
+    /// Reserves one memory slot without counting a request (parts of a long note, imports).
+    pub async fn reserve_memory(&self, workspace_id: Uuid) -> Result<Admission, WorkspacesError> {
+        self.ask(workspace_id, |reply| WorkspaceMsg::Reserve { reply })
+            .await
+    }
+
+    /// The cached profile of a scope and project, with the generation to cache a fresh one at.
+    pub async fn profile(
+        &self,
+        workspace_id: Uuid,
+        key: ProfileKey,
+    ) -> Result<ProfileLookup, WorkspacesError> {
+        self.ask(workspace_id, |reply| WorkspaceMsg::GetProfile {
+            key: key.clone(),
+            reply,
+        })
+        .await
+    }
+
+    /// Caches a profile computed at `generation`.
+    pub fn cache_profile(
+        &self,
+        workspace_id: Uuid,
+        key: ProfileKey,
+        generation: u64,
+        profile: Arc<CachedProfile>,
+    ) {
+        self.tell(
+            workspace_id,
+            WorkspaceMsg::PutProfile {
+                key,
+                generation,
+                profile,
+            },
+        );
+    }
+
+    /// A write happened in `scope`: its cached profiles are dropped.
+    pub fn scope_changed(&self, workspace_id: Uuid, scope: &str) {
+        self.tell(
+            workspace_id,
+            WorkspaceMsg::InvalidateProfiles {
+                scope: scope.to_string(),
+            },
+        );
     }
 
     pub async fn usage(&self, workspace_id: Uuid) -> Result<Usage, WorkspacesError> {

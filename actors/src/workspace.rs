@@ -2,9 +2,14 @@
 //! and its memory-limit accounting, so that both are exact under any concurrency: every
 //! decision is taken in this actor's mailbox, one message at a time.
 //!
+//! It also keeps the workspace's computed profiles (a moka cache keyed by scope and project).
+//! Every write in a scope bumps that scope's generation and drops its profiles; a profile
+//! computed before a write (an older generation) is never stored.
+//!
 //! It never waits on storage in its mailbox: it starts from a snapshot the registry loaded for
 //! it, and periodic plan reloads run in a spawned task that reports back.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -33,6 +38,31 @@ pub struct WorkspaceArgs {
 
 pub struct WorkspaceActor;
 
+/// A profile as computed by the memories service: stable facts and recent context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedProfile {
+    pub static_lines: Vec<String>,
+    pub dynamic_lines: Vec<String>,
+}
+
+/// Which profile: a scope (`""` unscoped) and a project (`None`: the whole scope).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProfileKey {
+    pub scope: String,
+    pub project: Option<String>,
+}
+
+/// A cached profile (if any) and the scope's generation, to hand back with a fresh one.
+#[derive(Debug, Clone)]
+pub struct ProfileLookup {
+    pub profile: Option<Arc<CachedProfile>>,
+    pub generation: u64,
+}
+
+/// Profiles kept per workspace, and for how long (the recent part depends on the date).
+const PROFILES_KEPT: u64 = 256;
+const PROFILE_TTL: Duration = Duration::from_secs(600);
+
 pub struct WorkspaceState {
     config: WorkspaceArgs,
     plan: Plan,
@@ -44,6 +74,9 @@ pub struct WorkspaceState {
     backstop: Window,
     last_activity: Instant,
     reloading_plan: bool,
+    profiles: moka::sync::Cache<ProfileKey, Arc<CachedProfile>>,
+    /// Per scope, bumped by every write in it.
+    generations: HashMap<String, u64>,
 }
 
 /// The answer to [`WorkspaceMsg::Admit`].
@@ -80,6 +113,21 @@ pub enum WorkspaceMsg {
         reserve_memory: bool,
         reply: RpcReplyPort<Admission>,
     },
+    /// Reserve one memory slot without counting a request (the parts of a long note).
+    Reserve { reply: RpcReplyPort<Admission> },
+    /// A cached profile, with the scope's generation.
+    GetProfile {
+        key: ProfileKey,
+        reply: RpcReplyPort<ProfileLookup>,
+    },
+    /// Cache a profile computed at `generation` (ignored if a write came since).
+    PutProfile {
+        key: ProfileKey,
+        generation: u64,
+        profile: Arc<CachedProfile>,
+    },
+    /// Something in the scope changed: its profiles are stale.
+    InvalidateProfiles { scope: String },
     /// A reserved save finished; `created` when it stored a new current memory.
     FinishSave { created: bool },
     /// Current memories were deleted or forgotten.
@@ -171,6 +219,25 @@ impl WorkspaceState {
         }
     }
 
+    fn reserve(&mut self, myself: &ActorRef<WorkspaceMsg>) -> Admission {
+        self.last_activity = Instant::now();
+        let limit = self.memory_limit();
+        if self.memory_count + self.reserved >= limit {
+            return Admission::MemoryLimitReached { rate: None, limit };
+        }
+        self.reserved += 1;
+        Admission::Allowed {
+            rate: None,
+            permit: Some(SavePermit {
+                actor: Some(myself.clone()),
+            }),
+        }
+    }
+
+    fn generation(&self, scope: &str) -> u64 {
+        self.generations.get(scope).copied().unwrap_or(0)
+    }
+
     fn usage(&self) -> Usage {
         Usage {
             plan: self.plan,
@@ -200,6 +267,11 @@ impl Actor for WorkspaceActor {
             backstop: Window::default(),
             last_activity: Instant::now(),
             reloading_plan: false,
+            profiles: moka::sync::Cache::builder()
+                .max_capacity(PROFILES_KEPT)
+                .time_to_live(PROFILE_TTL)
+                .build(),
+            generations: HashMap::new(),
         })
     }
 
@@ -228,6 +300,38 @@ impl Actor for WorkspaceActor {
                 // A caller that timed out has dropped its port; the permit inside is then
                 // dropped here and releases its slot.
                 let _ = reply.send(admission);
+            }
+            WorkspaceMsg::Reserve { reply } => {
+                let _ = reply.send(state.reserve(&myself));
+            }
+            WorkspaceMsg::GetProfile { key, reply } => {
+                state.last_activity = Instant::now();
+                let _ = reply.send(ProfileLookup {
+                    profile: state.profiles.get(&key),
+                    generation: state.generation(&key.scope),
+                });
+            }
+            WorkspaceMsg::PutProfile {
+                key,
+                generation,
+                profile,
+            } => {
+                if generation == state.generation(&key.scope) {
+                    state.profiles.insert(key, profile);
+                }
+            }
+            WorkspaceMsg::InvalidateProfiles { scope } => {
+                *state.generations.entry(scope.clone()).or_insert(0) += 1;
+                // Few entries: walking them beats an invalidation closure's bookkeeping.
+                let stale: Vec<ProfileKey> = state
+                    .profiles
+                    .iter()
+                    .filter(|(key, _)| key.scope == scope)
+                    .map(|(key, _)| (*key).clone())
+                    .collect();
+                for key in stale {
+                    state.profiles.invalidate(&key);
+                }
             }
             WorkspaceMsg::FinishSave { created } => {
                 state.reserved = state.reserved.saturating_sub(1);

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot};
 
 pub use local::LocalEmbedder;
 pub use remote::RemoteEmbedder;
@@ -45,20 +46,50 @@ pub trait Embedder: Send + Sync + 'static {
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
-/// The encoder with a cache of query vectors.
+/// A text waiting for the batcher, with where its vector goes.
+struct Pending {
+    text: String,
+    reply: oneshot::Sender<Result<Vec<f32>, EmbedError>>,
+}
+
+/// The encoder with a cache of query vectors and a batcher for single documents.
+///
+/// Single documents (one save each) are queued: a task takes every text waiting, up to
+/// [`BATCH_SIZE`], and encodes them in one call, so concurrent saves share the model's batch
+/// throughput instead of queueing for one pass each.
 #[derive(Clone)]
 pub struct Embeddings {
     embedder: Arc<dyn Embedder>,
     queries: moka::future::Cache<String, Arc<Vec<f32>>>,
+    pending: mpsc::Sender<Pending>,
 }
 
 impl Embeddings {
+    /// Must be called inside a tokio runtime (it starts the batcher).
     pub fn new(embedder: Arc<dyn Embedder>, cached_queries: u64) -> Self {
         let queries = moka::future::Cache::builder()
             .max_capacity(cached_queries)
             .time_to_idle(Duration::from_secs(3_600))
             .build();
-        Embeddings { embedder, queries }
+        let (pending, queue) = mpsc::channel(1024);
+        tokio::spawn(batch_documents(embedder.clone(), queue));
+        Embeddings {
+            embedder,
+            queries,
+            pending,
+        }
+    }
+
+    /// The vector of one document, encoded in a batch with whatever else is waiting.
+    pub async fn embed_document(&self, text: String) -> Result<Vec<f32>, EmbedError> {
+        let (reply, vector) = oneshot::channel();
+        self.pending
+            .send(Pending { text, reply })
+            .await
+            .map_err(|_| EmbedError::Inference("the embedding batcher has stopped".to_string()))?;
+        vector
+            .await
+            .map_err(|_| EmbedError::Inference("the embedding batcher has stopped".to_string()))?
     }
 
     pub fn model(&self) -> &str {
@@ -87,6 +118,36 @@ impl Embeddings {
         );
         self.queries.insert(query.to_string(), vector.clone()).await;
         Ok(vector)
+    }
+}
+
+/// The batcher: runs until every [`Embeddings`] handle is gone.
+async fn batch_documents(embedder: Arc<dyn Embedder>, mut queue: mpsc::Receiver<Pending>) {
+    let mut batch = Vec::with_capacity(BATCH_SIZE);
+    while queue.recv_many(&mut batch, BATCH_SIZE).await > 0 {
+        let jobs = std::mem::take(&mut batch);
+        let texts = jobs.iter().map(|job| job.text.clone()).collect();
+        match embedder.embed(texts).await {
+            Ok(vectors) if vectors.len() == jobs.len() => {
+                for (job, vector) in jobs.into_iter().zip(vectors) {
+                    let _ = job.reply.send(Ok(vector));
+                }
+            }
+            Ok(vectors) => {
+                let error = format!("{} vectors for {} texts", vectors.len(), jobs.len());
+                for job in jobs {
+                    let _ = job.reply.send(Err(EmbedError::Inference(error.clone())));
+                }
+            }
+            Err(error) => {
+                for job in jobs {
+                    let _ = job.reply.send(Err(match &error {
+                        EmbedError::Remote(message) => EmbedError::Remote(message.clone()),
+                        other => EmbedError::Inference(other.to_string()),
+                    }));
+                }
+            }
+        }
     }
 }
 
@@ -153,6 +214,20 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(counting.0.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn concurrent_documents_are_encoded_in_order_in_batches() {
+        let counting = Arc::new(Counting(AtomicUsize::new(0)));
+        let embeddings = Embeddings::new(counting.clone(), 10);
+        let texts: Vec<String> = (0..40).map(|i| "x".repeat(i + 1)).collect();
+        let vectors =
+            futures::future::join_all(texts.iter().map(|t| embeddings.embed_document(t.clone())))
+                .await;
+        for (text, vector) in texts.iter().zip(vectors) {
+            assert_eq!(vector.unwrap(), vec![text.len() as f32, 1.0]);
+        }
+        assert_eq!(counting.0.load(Ordering::SeqCst), 40);
     }
 
     #[test]

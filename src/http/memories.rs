@@ -2,6 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use super::error::ErrorBody;
@@ -10,18 +11,22 @@ use super::AppState;
 use crate::error::Error;
 use crate::model::Source;
 use crate::services::memories::{
-    CreateMemory, FeedbackInput, ForgetInput, History, ListParams, MemoryList, MemoryView,
-    SaveResult, ScopeParams, Success, UpdateMemory,
+    CreateMemory, CreateOutcome, FeedbackInput, ForgetInput, History, JobAccepted, JobView,
+    ListParams, MemoryList, MemoryView, SaveResult, ScopeParams, SearchParams, SearchResults,
+    Success, UpdateMemory,
 };
 use crate::services::Caller;
 
-/// Saves a memory. An exact duplicate (same normalised content, scope and project) returns the
-/// existing memory with status `duplicate`; `supersedes` stores the next version of a memory.
+/// Saves a memory. An exact or near duplicate (same scope and project) returns the existing
+/// memory with status `duplicate`; a memory that updates a fact (or names it in `supersedes`)
+/// is stored as the next version of that memory, status `superseded`. A note longer than
+/// 1,000 characters is accepted (202) and split into atomic memories by a job.
 #[utoipa::path(post, path = "/api/memories", tag = "memories", request_body = CreateMemory,
     security(("api_key" = [])),
     responses(
         (status = 201, description = "saved (or an existing duplicate)", body = SaveResult,
             headers(("X-RateLimit-Limit" = u32), ("X-RateLimit-Remaining" = u32), ("X-RateLimit-Reset" = i64))),
+        (status = 202, description = "a long note, accepted as a job", body = JobAccepted),
         (status = 400, description = "invalid field (named in `error`) or malformed JSON", body = ErrorBody),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
         (status = 403, description = "memory limit of the plan reached, or another workspace", body = ErrorBody),
@@ -35,9 +40,50 @@ pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(input): ApiJson<CreateMemory>,
-) -> Result<(StatusCode, Json<SaveResult>), Error> {
-    let saved = state.memories.create(&caller, input, Source::Api).await?;
-    Ok((StatusCode::CREATED, Json(saved)))
+) -> Result<Response, Error> {
+    Ok(
+        match state.memories.create(&caller, input, Source::Api).await? {
+            CreateOutcome::Saved(saved) => (StatusCode::CREATED, Json(saved)).into_response(),
+            CreateOutcome::Accepted(job) => (StatusCode::ACCEPTED, Json(job)).into_response(),
+        },
+    )
+}
+
+/// Searches current memories of one scope by meaning and by keywords (hybrid), best first.
+/// Deleted, superseded, expired and `wrong`-rated memories are never returned.
+#[utoipa::path(get, path = "/api/memories/search", tag = "memories", params(SearchParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "ranked memories with a score in [0, 1]", body = SearchResults,
+            headers(("X-RateLimit-Limit" = u32), ("X-RateLimit-Remaining" = u32), ("X-RateLimit-Reset" = i64))),
+        (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn search(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<SearchParams>,
+) -> Result<Json<SearchResults>, Error> {
+    Ok(Json(state.memories.search(&caller, params).await?))
+}
+
+/// The state of a long-note job and, once completed, the memories it made.
+#[utoipa::path(get, path = "/api/memories/jobs/{jobId}", tag = "memories",
+    params(("jobId" = String, Path, description = "job id from a 202 answer")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the job", body = JobView),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "no such job in this workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn job(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<JobView>, Error> {
+    Ok(Json(state.memories.job(&caller, &id).await?))
 }
 
 /// Lists current, non-deleted, non-expired memories of one scope, newest first.

@@ -37,6 +37,8 @@ pub struct AppState {
 fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/memories", get(memories::list).post(memories::create))
+        .route("/api/memories/search", get(memories::search))
+        .route("/api/memories/jobs/{job_id}", get(memories::job))
         .route(
             "/api/memories/{id}",
             get(memories::get)

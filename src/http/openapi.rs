@@ -7,8 +7,9 @@ use super::error::ErrorBody;
 use super::{health, memories};
 use crate::model::{Category, Source};
 use crate::services::memories::{
-    CreateMemory, FeedbackInput, ForgetInput, History, HistoryEntry, MemoryList, MemoryListItem,
-    MemoryView, SaveResult, SaveStatus, Success, UpdateMemory,
+    CreateMemory, FeedbackInput, ForgetInput, History, HistoryEntry, JobAccepted, JobPart, JobView,
+    MemoryList, MemoryListItem, MemoryView, SaveResult, SaveStatus, SearchHit, SearchResults,
+    Success, UpdateMemory,
 };
 
 #[derive(OpenApi)]
@@ -21,18 +22,20 @@ use crate::services::memories::{
             5xx). `scope` is a hard isolation boundary: omitted, it selects the unscoped lane."
     ),
     paths(
-        memories::create, memories::list, memories::get, memories::update, memories::delete,
-        memories::forget, memories::history, memories::feedback,
+        memories::create, memories::list, memories::search, memories::job, memories::get,
+        memories::update, memories::delete, memories::forget, memories::history,
+        memories::feedback,
         health::healthz, health::readyz,
     ),
     components(schemas(
         ErrorBody, CreateMemory, UpdateMemory, FeedbackInput, ForgetInput, MemoryView,
         MemoryListItem, MemoryList, SaveResult, SaveStatus, History, HistoryEntry, Success,
-        Category, Source, health::Health, health::Readiness,
+        Category, Source, SearchHit, SearchResults, JobAccepted, JobView, JobPart,
+        health::Health, health::Readiness,
     )),
     modifiers(&ApiKeyScheme),
     tags(
-        (name = "memories", description = "save, list, read, version, forget and rate memories"),
+        (name = "memories", description = "save, search, list, read, version, forget and rate memories"),
         (name = "operations", description = "health and readiness"),
     )
 )]

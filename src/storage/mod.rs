@@ -19,7 +19,8 @@ use uuid::Uuid;
 use crate::config::{Settings, SqliteSync};
 use crate::error::StorageError;
 use crate::model::{
-    ApiKey, FieldPatch, Lane, ListFilter, Memory, NewMemory, Plan, Rating, Workspace,
+    ApiKey, Embedded, FieldPatch, JobRecord, Lane, ListFilter, Memory, NewMemory, Plan, Rating,
+    Workspace,
 };
 
 pub use sql::{PgStore, SqliteStore};
@@ -52,6 +53,16 @@ pub struct FeedbackRecord {
     pub rating: Rating,
     pub explanation: Option<String>,
     pub at_micros: i64,
+}
+
+/// A current memory with its stored vector, as read to rebuild the search indexes.
+#[derive(Debug, Clone)]
+pub struct IndexedMemory {
+    /// Insertion order; pages of [`Store::current_memories_page`] continue after it.
+    pub seq: i64,
+    pub memory: Memory,
+    /// `(model, vector)` when one is stored.
+    pub vector: Option<(String, Vec<f32>)>,
 }
 
 #[async_trait]
@@ -121,6 +132,35 @@ pub trait Store: Send + Sync + 'static {
         id: Uuid,
         feedback: &FeedbackRecord,
     ) -> StoreResult<bool>;
+    /// The current, live memories of the lane among `ids` (in no particular order).
+    async fn current_memories_by_ids(&self, lane: &Lane, ids: &[Uuid]) -> StoreResult<Vec<Memory>>;
+
+    // Search indexes and embeddings.
+    /// Current, live memories of every workspace with `seq > after_seq`, in `seq` order, with
+    /// their stored vectors (index rebuilds, re-embedding).
+    async fn current_memories_page(
+        &self,
+        after_seq: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<IndexedMemory>>;
+    /// Stores (or replaces) the vectors of memories.
+    async fn put_vectors(&self, vectors: &[(Uuid, Embedded)]) -> StoreResult<()>;
+    /// Every live memory of a workspace (current or not) with `seq > after_seq`, in `seq` order
+    /// (export).
+    async fn workspace_memories_page(
+        &self,
+        workspace_id: Uuid,
+        after_seq: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<(i64, Memory)>>;
+
+    // Jobs of the long-note path.
+    async fn insert_job(&self, job: &JobRecord) -> StoreResult<()>;
+    async fn job(&self, id: Uuid) -> StoreResult<Option<JobRecord>>;
+    /// Jobs not finished yet, oldest first (resumed at start-up).
+    async fn unfinished_jobs(&self) -> StoreResult<Vec<JobRecord>>;
+    /// Writes a job's state, attempts, result, error and finish time.
+    async fn update_job(&self, job: &JobRecord) -> StoreResult<()>;
 }
 
 /// Opens the configured database, applies migrations and returns the store.

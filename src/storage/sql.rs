@@ -7,26 +7,37 @@ use sqlx::{FromRow, QueryBuilder};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::{Backend, FeedbackRecord, Store, StoreResult, Superseded};
+use super::{Backend, FeedbackRecord, IndexedMemory, Store, StoreResult, Superseded};
+use crate::embedding;
 use crate::error::StorageError;
 use crate::model::{
-    content_hash, from_micros, to_micros, ApiKey, Category, FieldPatch, Lane, ListFilter, Memory,
-    NewMemory, Plan, Rating, Source, Workspace,
+    content_hash, from_micros, to_micros, ApiKey, Category, Embedded, FieldPatch, JobRecord, Lane,
+    ListFilter, Memory, NewMemory, Plan, Rating, Source, Workspace,
 };
 
 macro_rules! memory_columns {
     () => {
         "id, workspace_id, user_id, content, source, category, scope, project, version, \
          is_current, root_id, supersedes_id, valid_from, valid_until, created_at, updated_at, \
-         flagged_wrong, helpful_count, not_helpful_count"
+         flagged_wrong, helpful_count, not_helpful_count, origin_id"
+    };
+}
+
+/// The memory columns qualified by the alias `m`, for joins.
+macro_rules! memory_columns_m {
+    () => {
+        "m.id, m.workspace_id, m.user_id, m.content, m.source, m.category, m.scope, m.project, \
+         m.version, m.is_current, m.root_id, m.supersedes_id, m.valid_from, m.valid_until, \
+         m.created_at, m.updated_at, m.flagged_wrong, m.helpful_count, m.not_helpful_count, \
+         m.origin_id"
     };
 }
 
 const INSERT_MEMORY: &str = concat!(
     "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, content_hash, \
      source, category, scope, project, version, is_current, root_id, supersedes_id, valid_from, \
-     valid_until, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-     TRUE, $12, $13, $14, $15, $16, $16) ON CONFLICT DO NOTHING RETURNING ",
+     valid_until, created_at, updated_at, origin_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+     $10, $11, TRUE, $12, $13, $14, $15, $16, $16, $17) ON CONFLICT DO NOTHING RETURNING ",
     memory_columns!()
 );
 
@@ -51,7 +62,56 @@ struct MemoryRow {
     flagged_wrong: bool,
     helpful_count: i64,
     not_helpful_count: i64,
+    origin_id: Option<Uuid>,
 }
+
+/// A current memory with its stored vector (index rebuilds).
+#[derive(FromRow)]
+struct IndexRow {
+    seq: i64,
+    #[sqlx(flatten)]
+    memory: MemoryRow,
+    model: Option<String>,
+    vector: Option<Vec<u8>>,
+}
+
+#[derive(FromRow)]
+struct JobRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    user_id: String,
+    scope: String,
+    state: String,
+    request: String,
+    result: Option<String>,
+    error: Option<String>,
+    attempts: i64,
+    created_at: i64,
+    updated_at: i64,
+    finished_at: Option<i64>,
+}
+
+impl From<JobRow> for JobRecord {
+    fn from(row: JobRow) -> Self {
+        JobRecord {
+            id: row.id,
+            workspace_id: row.workspace_id,
+            user_id: row.user_id,
+            scope: row.scope,
+            state: row.state,
+            request: row.request,
+            result: row.result,
+            error: row.error,
+            attempts: row.attempts,
+            created_at: from_micros(row.created_at),
+            updated_at: from_micros(row.updated_at),
+            finished_at: row.finished_at.map(from_micros),
+        }
+    }
+}
+
+const JOB_COLUMNS: &str = "id, workspace_id, user_id, scope, state, request, result, error, \
+                           attempts, created_at, updated_at, finished_at";
 
 impl TryFrom<MemoryRow> for Memory {
     type Error = StorageError;
@@ -85,6 +145,7 @@ impl TryFrom<MemoryRow> for Memory {
             flagged_wrong: row.flagged_wrong,
             helpful_count: row.helpful_count,
             not_helpful_count: row.not_helpful_count,
+            origin_id: row.origin_id,
         })
     }
 }
@@ -237,12 +298,22 @@ macro_rules! sql_store {
                         // One failing insert must not fail the others: each on its own.
                         Err(_) => {
                             for job in jobs {
-                                let row = Self::insert_version(&writer, &job.memory, 1, job.memory.id, None).await;
+                                let row = Self::insert_one(&writer, &job.memory).await;
                                 let _ = job.reply.send(row);
                             }
                         }
                     }
                 }
+            }
+
+            async fn insert_one(
+                writer: &sqlx::Pool<$db>,
+                m: &NewMemory,
+            ) -> StoreResult<Option<MemoryRow>> {
+                let mut tx = writer.begin().await?;
+                let row = Self::insert_version(&mut tx, m, 1, m.id, None).await?;
+                tx.commit().await?;
+                Ok(row)
             }
 
             async fn insert_batch(
@@ -253,7 +324,7 @@ macro_rules! sql_store {
                 let mut rows = Vec::with_capacity(jobs.len());
                 for job in jobs {
                     let m = &job.memory;
-                    rows.push(Self::insert_version(&mut *tx, m, 1, m.id, None).await?);
+                    rows.push(Self::insert_version(&mut tx, m, 1, m.id, None).await?);
                 }
                 tx.commit().await?;
                 Ok(rows)
@@ -269,6 +340,13 @@ macro_rules! sql_store {
                     qb.push(" AND (valid_until IS NULL OR valid_until > ");
                     qb.push_bind(to_micros(f.now));
                     qb.push(")");
+                }
+                if f.exclude_wrong {
+                    qb.push(" AND NOT flagged_wrong");
+                }
+                if let Some(since) = f.created_since {
+                    qb.push(" AND created_at >= ");
+                    qb.push_bind(to_micros(since));
                 }
                 if !f.categories.is_empty() {
                     qb.push(" AND category IN (");
@@ -293,8 +371,10 @@ macro_rules! sql_store {
                 }
             }
 
+            /// Inserts a memory (and its vector, when it has one) on `conn`, which the caller
+            /// holds in a transaction; `None` when the dedup index refused it.
             async fn insert_version(
-                executor: impl sqlx::Executor<'_, Database = $db>,
+                conn: &mut sqlx::Transaction<'_, $db>,
                 m: &NewMemory,
                 version: i64,
                 root_id: Uuid,
@@ -302,7 +382,7 @@ macro_rules! sql_store {
             ) -> StoreResult<Option<MemoryRow>> {
                 let norm = m.content_norm();
                 let hash = content_hash(&norm);
-                sqlx::query_as::<$db, MemoryRow>(INSERT_MEMORY)
+                let row = sqlx::query_as::<$db, MemoryRow>(INSERT_MEMORY)
                     .bind(m.id)
                     .bind(m.workspace_id)
                     .bind(&m.user_id)
@@ -319,9 +399,37 @@ macro_rules! sql_store {
                     .bind(m.valid_from.map(to_micros))
                     .bind(m.valid_until.map(to_micros))
                     .bind(to_micros(m.created_at))
-                    .fetch_optional(executor)
+                    .bind(m.origin_id)
+                    .fetch_optional(&mut **conn)
                     .await
-                    .map_err(StorageError::from_db)
+                    .map_err(StorageError::from_db)?;
+                if let (Some(_), Some(embedded)) = (&row, &m.embedding) {
+                    Self::put_vector(conn, m.id, embedded, to_micros(m.created_at)).await?;
+                }
+                Ok(row)
+            }
+
+            async fn put_vector(
+                conn: &mut sqlx::Transaction<'_, $db>,
+                id: Uuid,
+                embedded: &Embedded,
+                at_micros: i64,
+            ) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO memory_vectors (memory_id, model, dims, vector, created_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (memory_id) DO UPDATE SET \
+                     model = excluded.model, dims = excluded.dims, vector = excluded.vector, \
+                     created_at = excluded.created_at",
+                )
+                .bind(id)
+                .bind(&*embedded.model)
+                .bind(embedded.vector.len() as i64)
+                .bind(embedding::to_bytes(&embedded.vector))
+                .bind(at_micros)
+                .execute(&mut **conn)
+                .await
+                .map_err(StorageError::from_db)?;
+                Ok(())
             }
         }
 
@@ -490,7 +598,7 @@ macro_rules! sql_store {
                         None => Superseded::NotFound,
                     });
                 };
-                match Self::insert_version(&mut *tx, m, version + 1, root_id, Some(old_id)).await? {
+                match Self::insert_version(&mut tx, m, version + 1, root_id, Some(old_id)).await? {
                     Some(row) => {
                         tx.commit().await?;
                         Ok(Superseded::Created(Memory::try_from(row)?))
@@ -655,6 +763,144 @@ macro_rules! sql_store {
                 .await?;
                 tx.commit().await?;
                 Ok(true)
+            }
+
+            async fn current_memories_by_ids(&self, lane: &Lane, ids: &[Uuid]) -> StoreResult<Vec<Memory>> {
+                if ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut qb = QueryBuilder::<$db>::new(concat!("SELECT ", memory_columns!(), " FROM memories WHERE workspace_id = "));
+                qb.push_bind(lane.workspace_id);
+                qb.push(" AND scope = ");
+                qb.push_bind(lane.scope.clone());
+                qb.push(" AND is_current AND deleted_at IS NULL AND id IN (");
+                let mut list = qb.separated(", ");
+                for id in ids {
+                    list.push_bind(*id);
+                }
+                qb.push(")");
+                let rows: Vec<MemoryRow> = qb.build_query_as().fetch_all(&self.pool).await?;
+                memories(rows)
+            }
+
+            async fn current_memories_page(&self, after_seq: i64, limit: i64) -> StoreResult<Vec<IndexedMemory>> {
+                let rows = sqlx::query_as::<$db, IndexRow>(concat!(
+                    "SELECT m.seq, ",
+                    memory_columns_m!(),
+                    ", v.model, v.vector FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id \
+                     WHERE m.seq > $1 AND m.is_current AND m.deleted_at IS NULL ORDER BY m.seq LIMIT $2"
+                ))
+                .bind(after_seq)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.into_iter()
+                    .map(|row| {
+                        let vector = match (row.model, row.vector) {
+                            (Some(model), Some(bytes)) => Some((model, embedding::from_bytes(&bytes))),
+                            _ => None,
+                        };
+                        Ok(IndexedMemory { seq: row.seq, memory: Memory::try_from(row.memory)?, vector })
+                    })
+                    .collect()
+            }
+
+            async fn put_vectors(&self, vectors: &[(Uuid, Embedded)]) -> StoreResult<()> {
+                let mut tx = self.writer.begin().await?;
+                let at = to_micros(chrono::Utc::now());
+                for (id, embedded) in vectors {
+                    Self::put_vector(&mut tx, *id, embedded, at).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn workspace_memories_page(
+                &self,
+                workspace_id: Uuid,
+                after_seq: i64,
+                limit: i64,
+            ) -> StoreResult<Vec<(i64, Memory)>> {
+                #[derive(FromRow)]
+                struct SeqRow {
+                    seq: i64,
+                    #[sqlx(flatten)]
+                    memory: MemoryRow,
+                }
+                let rows = sqlx::query_as::<$db, SeqRow>(concat!(
+                    "SELECT seq, ",
+                    memory_columns!(),
+                    " FROM memories WHERE workspace_id = $1 AND seq > $2 AND deleted_at IS NULL \
+                     ORDER BY seq LIMIT $3"
+                ))
+                .bind(workspace_id)
+                .bind(after_seq)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.into_iter()
+                    .map(|row| Ok((row.seq, Memory::try_from(row.memory)?)))
+                    .collect()
+            }
+
+            async fn insert_job(&self, job: &JobRecord) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO memory_jobs (id, workspace_id, user_id, scope, state, request, result, \
+                     error, attempts, created_at, updated_at, finished_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                )
+                .bind(job.id)
+                .bind(job.workspace_id)
+                .bind(&job.user_id)
+                .bind(&job.scope)
+                .bind(&job.state)
+                .bind(&job.request)
+                .bind(&job.result)
+                .bind(&job.error)
+                .bind(job.attempts)
+                .bind(to_micros(job.created_at))
+                .bind(to_micros(job.updated_at))
+                .bind(job.finished_at.map(to_micros))
+                .execute(&self.writer)
+                .await
+                .map_err(StorageError::from_db)?;
+                Ok(())
+            }
+
+            async fn job(&self, id: Uuid) -> StoreResult<Option<JobRecord>> {
+                let sql = format!("SELECT {JOB_COLUMNS} FROM memory_jobs WHERE id = $1");
+                Ok(sqlx::query_as::<$db, JobRow>(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .map(JobRecord::from))
+            }
+
+            async fn unfinished_jobs(&self) -> StoreResult<Vec<JobRecord>> {
+                let sql = format!("SELECT {JOB_COLUMNS} FROM memory_jobs WHERE finished_at IS NULL ORDER BY created_at");
+                Ok(sqlx::query_as::<$db, JobRow>(sqlx::AssertSqlSafe(sql))
+                    .fetch_all(&self.pool)
+                    .await?
+                    .into_iter()
+                    .map(JobRecord::from)
+                    .collect())
+            }
+
+            async fn update_job(&self, job: &JobRecord) -> StoreResult<()> {
+                sqlx::query(
+                    "UPDATE memory_jobs SET state = $1, result = $2, error = $3, attempts = $4, \
+                     updated_at = $5, finished_at = $6 WHERE id = $7",
+                )
+                .bind(&job.state)
+                .bind(&job.result)
+                .bind(&job.error)
+                .bind(job.attempts)
+                .bind(to_micros(job.updated_at))
+                .bind(job.finished_at.map(to_micros))
+                .bind(job.id)
+                .execute(&self.writer)
+                .await?;
+                Ok(())
             }
         }
     };

@@ -4,4 +4,5 @@
 
 pub mod atomize;
 pub mod category;
+pub mod specifics;
 pub mod supersession;

@@ -6,10 +6,11 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::Router;
 use memvault::config::{LogFormat, Settings, Switch};
+use memvault::embedding::{Embedder, LocalEmbedder};
 use memvault::http::AppState;
 use memvault::model::Plan;
 use memvault::services::AccountsService;
-use memvault::startup::Application;
+use memvault::startup::{Application, Overrides};
 use memvault::storage::Store;
 use memvault_actors::Workspaces;
 use reqwest::{Method, RequestBuilder, Response};
@@ -83,6 +84,20 @@ pub async fn fresh_database() -> TestDb {
     }
 }
 
+/// The embedding model, loaded once for every server of the test run (the real model: the
+/// tests check retrieval by meaning).
+pub fn shared_embedder(settings: &Settings) -> Arc<dyn Embedder> {
+    static MODEL: std::sync::OnceLock<Arc<LocalEmbedder>> = std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            Arc::new(
+                LocalEmbedder::load(&settings.embedding_model_dir)
+                    .expect("the embedding model (run scripts/install-model.sh)"),
+            )
+        })
+        .clone()
+}
+
 pub fn test_settings(db: &TestDb) -> Settings {
     let level = std::env::var("TEST_LOG").unwrap_or_else(|_| "off".to_string());
     memvault::telemetry::init(LogFormat::Text, &level);
@@ -104,6 +119,7 @@ pub struct TestApp {
     pub store: Arc<dyn Store>,
     pub workspaces: Workspaces,
     pub db: TestDb,
+    pub settings: Settings,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -131,12 +147,31 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 }
 
 pub async fn spawn_on(db: TestDb, settings: Settings) -> TestApp {
+    let mut app = start_server(db, settings).await;
+    let accounts = AccountsService::new(app.store.clone(), Some(app.workspaces.clone()));
+    let (workspace, api_key) = accounts
+        .create_workspace("Test Workspace", None)
+        .await
+        .expect("workspace");
+    app.workspace_id = workspace.id;
+    app.api_key = api_key;
+    app
+}
+
+/// A server on `db`, without a workspace of its own yet.
+async fn start_server(db: TestDb, settings: Settings) -> TestApp {
     let extra: Router<AppState> = Router::new()
         .route("/test/panic", get(panics))
         .route("/test/slow", get(slow));
-    let app = Application::build_with_routes(&settings, extra)
-        .await
-        .expect("build the app");
+    let app = Application::build_with(
+        &settings,
+        Overrides {
+            routes: Some(extra),
+            embedder: Some(shared_embedder(&settings)),
+        },
+    )
+    .await
+    .expect("build the app");
     let address = format!("http://{}", app.local_addr());
     let store = app.store();
     let workspaces = app.workspaces().clone();
@@ -144,19 +179,15 @@ pub async fn spawn_on(db: TestDb, settings: Settings) -> TestApp {
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
     }));
-    let accounts = AccountsService::new(store.clone(), Some(workspaces.clone()));
-    let (workspace, api_key) = accounts
-        .create_workspace("Test Workspace", None)
-        .await
-        .expect("workspace");
     TestApp {
         address,
         client: reqwest::Client::new(),
-        workspace_id: workspace.id,
-        api_key,
+        workspace_id: Uuid::nil(),
+        api_key: String::new(),
         store,
         workspaces,
         db,
+        settings,
         stop: Some(stop),
         server: Some(server),
     }
@@ -228,6 +259,10 @@ impl TestApp {
 
     /// Stops the server gracefully and waits for it.
     pub async fn stop(mut self) {
+        self.shut_down().await;
+    }
+
+    async fn shut_down(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -238,6 +273,23 @@ impl TestApp {
                 .expect("server task")
                 .expect("server result");
         }
+    }
+
+    /// Stops the server and starts a new one on the same database, with the same workspace
+    /// and key (everything in memory is rebuilt from the database).
+    pub async fn restart(mut self) -> TestApp {
+        self.shut_down().await;
+        let db = std::mem::replace(
+            &mut self.db,
+            TestDb {
+                url: String::new(),
+                _dir: None,
+            },
+        );
+        let mut app = start_server(db, self.settings.clone()).await;
+        app.workspace_id = self.workspace_id;
+        app.api_key = self.api_key.clone();
+        app
     }
 }
 

@@ -11,3 +11,4 @@ mod envelope;
 mod keys;
 mod memories;
 mod operations;
+mod retrieval;

@@ -39,6 +39,8 @@ async fn the_openapi_document_covers_every_route() {
     let paths = doc["paths"].as_object().unwrap();
     let expected: &[(&str, &[&str])] = &[
         ("/api/memories", &["get", "post"]),
+        ("/api/memories/search", &["get"]),
+        ("/api/memories/jobs/{jobId}", &["get"]),
         ("/api/memories/{id}", &["get", "patch", "delete"]),
         ("/api/memories/{id}/forget", &["post"]),
         ("/api/memories/{id}/history", &["get"]),

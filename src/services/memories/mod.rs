@@ -5,18 +5,32 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memvault_actors::{EndpointClass, Workspaces};
+use memvault_actors::{EndpointClass, MaintenanceMsg, Workspaces};
+use ractor::ActorRef;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::config::Fusion;
+use crate::embedding::{EmbedError, Embeddings};
 use crate::error::{Error, Result};
+use crate::judge::UpdateJudge;
 use crate::model::{
-    content_hash, normalize, now, to_micros, Category, FieldPatch, Lane, ListFilter, Memory,
-    NewMemory, Rating, Source, NO_PROJECT,
+    content_hash, normalize, now, to_micros, Category, Embedded, FieldPatch, Lane, ListFilter,
+    Memory, NewMemory, Rating, Source, NO_PROJECT,
 };
+use crate::search::{Filter, SearchEngine, SearchError};
 use crate::services::{admit, Caller};
 use crate::storage::{FeedbackRecord, Store, Superseded};
+use crate::text::specifics::specifics;
+
+mod notes;
+mod rebuild;
+mod search;
+
+pub use notes::{JobAccepted, JobPart, JobView, NoteJobs};
+pub use rebuild::RebuildReport;
+pub use search::{SearchHit, SearchParams, SearchResults};
 
 pub const MAX_SCOPE_CHARS: usize = 200;
 pub const MAX_PROJECT_CHARS: usize = 100;
@@ -397,29 +411,122 @@ fn comma_list(value: Option<&str>) -> impl Iterator<Item = &str> {
 
 // ----- the service --------------------------------------------------------------------------
 
+/// Tuning of saving and retrieval (from the settings).
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    pub max_content_chars: usize,
+    pub dedup_threshold: f32,
+    pub supersede_min_similarity: f32,
+    pub long_note_chars: usize,
+    pub fusion: Fusion,
+    pub profile_lines: usize,
+}
+
+/// What the memories service is built from.
+pub struct MemoryDeps {
+    pub store: Arc<dyn Store>,
+    pub workspaces: Workspaces,
+    pub embeddings: Embeddings,
+    pub engine: Arc<SearchEngine>,
+    pub maintainer: ActorRef<MaintenanceMsg>,
+    pub judge: Arc<dyn UpdateJudge>,
+    pub tuning: Tuning,
+}
+
 #[derive(Clone)]
 pub struct MemoryService {
     store: Arc<dyn Store>,
     workspaces: Workspaces,
-    max_content_chars: usize,
+    embeddings: Embeddings,
+    engine: Arc<SearchEngine>,
+    maintainer: ActorRef<MaintenanceMsg>,
+    judge: Arc<dyn UpdateJudge>,
+    tuning: Tuning,
+    jobs: notes::JobsSlot,
 }
 
+/// Nearest memories looked at when saving (near-duplicates and supersession candidates).
+const SAVE_NEIGHBOURS: usize = 5;
+
 impl MemoryService {
-    pub fn new(store: Arc<dyn Store>, workspaces: Workspaces, max_content_chars: usize) -> Self {
+    pub fn new(deps: MemoryDeps) -> Self {
         MemoryService {
-            store,
-            workspaces,
-            max_content_chars,
+            store: deps.store,
+            workspaces: deps.workspaces,
+            embeddings: deps.embeddings,
+            engine: deps.engine,
+            maintainer: deps.maintainer,
+            judge: deps.judge,
+            tuning: deps.tuning,
+            jobs: Arc::new(std::sync::OnceLock::new()),
         }
     }
 
-    /// `POST /api/memories`.
+    /// Connects the jobs supervisor (start-up; it is built from this service).
+    pub fn attach_jobs(&self, jobs: ActorRef<memvault_actors::JobsMsg>) {
+        let _ = self.jobs.set(jobs);
+    }
+
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
+    }
+
+    /// The embedding of a memory's content, tagged with its model.
+    async fn embed(&self, content: &str) -> Result<Embedded> {
+        let vector = self
+            .embeddings
+            .embed_document(content.to_string())
+            .await
+            .map_err(embed_error)?;
+        Ok(Embedded {
+            model: Arc::from(self.embeddings.model()),
+            vector: Arc::from(vector),
+        })
+    }
+
+    /// Makes memories searchable (before the caller answers) and schedules index upkeep.
+    pub(crate) async fn index(&self, memories: Vec<(Memory, Option<Vec<f32>>)>) -> Result<()> {
+        let grown = self.engine.stage(memories).map_err(search_error)?;
+        self.engine.flush().await.map_err(search_error)?;
+        for lane in grown {
+            if lane.needs_maintenance() {
+                let _ = self.maintainer.cast(MaintenanceMsg::Schedule(lane));
+            }
+        }
+        Ok(())
+    }
+
+    /// Indexes a memory just stored, with the vector it was stored with.
+    async fn index_saved(&self, memory: &Memory, embedded: &Embedded) -> Result<()> {
+        self.workspaces
+            .scope_changed(memory.workspace_id, &memory.scope);
+        self.index(vec![(memory.clone(), Some(embedded.vector.to_vec()))])
+            .await
+    }
+
+    fn unindex(&self, lane: &Lane, ids: &[Uuid]) {
+        self.workspaces
+            .scope_changed(lane.workspace_id, &lane.scope);
+        if let Err(e) = self.engine.remove(lane, ids) {
+            tracing::error!(error = %e, "search index update failed");
+        }
+    }
+
+    /// A memory changed in place (fields, feedback).
+    fn reindex_fields(&self, memory: &Memory) {
+        self.workspaces
+            .scope_changed(memory.workspace_id, &memory.scope);
+        self.engine.refresh(memory);
+    }
+
+    /// `POST /api/memories`: a short memory is saved at once (201); a long note is accepted as
+    /// a job that splits it into atomic memories (202).
     pub async fn create(
         &self,
         caller: &Caller,
         input: CreateMemory,
         source: Source,
-    ) -> Result<SaveResult> {
+    ) -> Result<CreateOutcome> {
         // Every request counts, valid or not. A new version (`supersedes`) leaves the count of
         // current memories unchanged, so only a plain save reserves a memory slot.
         let permit = admit(
@@ -430,8 +537,26 @@ impl MemoryService {
         )
         .await?;
         caller.check_workspace(input.workspace_id)?;
+        let draft = self.draft(caller, &input, source)?;
+        if draft.supersedes.is_none() && chars(&draft.memory.content) > self.tuning.long_note_chars
+        {
+            drop(permit);
+            return self
+                .accept_note(caller, draft)
+                .await
+                .map(CreateOutcome::Accepted);
+        }
+        let result = self.save_draft(draft).await?;
+        if let Some(permit) = permit {
+            permit.finish(result.status == SaveStatus::Created);
+        }
+        Ok(CreateOutcome::Saved(result))
+    }
+
+    /// Validates a save request into a memory to store.
+    fn draft(&self, caller: &Caller, input: &CreateMemory, source: Source) -> Result<Draft> {
         let lane = lane(caller, input.scope.as_deref())?;
-        let content = content(input.content.as_deref(), self.max_content_chars)?;
+        let content = content(input.content.as_deref(), self.tuning.max_content_chars)?;
         let category = category(input.category.as_deref())?;
         let valid_from = timestamp("validFrom", input.valid_from.as_deref())?;
         let valid_until = timestamp("validUntil", input.valid_until.as_deref())?;
@@ -443,19 +568,41 @@ impl MemoryService {
             .transpose()?;
         let project_given = input.project.is_some();
         let project = project(input.project.as_deref())?;
-        let mut memory = NewMemory {
-            id: Uuid::now_v7(),
-            workspace_id: caller.workspace_id,
-            user_id: caller.user_id.clone(),
-            content,
-            source,
-            category: category.unwrap_or(DEFAULT_CATEGORY),
-            scope: lane.scope.clone(),
-            project,
-            valid_from,
-            valid_until,
-            created_at: now(),
-        };
+        Ok(Draft {
+            memory: NewMemory {
+                id: Uuid::now_v7(),
+                workspace_id: caller.workspace_id,
+                user_id: caller.user_id.clone(),
+                category: category.unwrap_or(DEFAULT_CATEGORY),
+                content,
+                source,
+                scope: lane.scope.clone(),
+                project,
+                valid_from,
+                valid_until,
+                created_at: now(),
+                origin_id: None,
+                embedding: None,
+            },
+            lane,
+            category_given: category.is_some(),
+            project_given,
+            supersedes,
+        })
+    }
+
+    /// The save path shared by short saves, the parts of long notes and imports: exact
+    /// duplicates, then the nearest memories (fact updates become new versions, near-duplicates
+    /// return the existing memory), then a new memory. Every stored memory is searchable
+    /// before this returns.
+    pub(crate) async fn save_draft(&self, draft: Draft) -> Result<SaveResult> {
+        let Draft {
+            mut memory,
+            lane,
+            category_given,
+            project_given,
+            supersedes,
+        } = draft;
 
         if let Some(old_id) = supersedes {
             let old = self.store.memory(&lane, old_id).await?.ok_or_else(|| {
@@ -464,32 +611,86 @@ impl MemoryService {
             if !project_given {
                 memory.project = old.project.clone();
             }
-            if category.is_none() {
+            if !category_given {
                 memory.category = old.category;
             }
             return self.supersede(&lane, &old, memory).await;
         }
 
-        // Insert first: a new memory costs one statement. The dedup index refuses a second
-        // current memory with the same content in the lane, and only then is it looked up.
-        if let Some(created) = self.store.insert_memory(&memory).await? {
-            // Every other outcome drops the permit, which releases the slot.
-            if let Some(permit) = permit {
-                permit.finish(true);
+        // An exact duplicate costs one indexed lookup and no embedding.
+        let hash = content_hash(&memory.content_norm());
+        if let Some(existing) = self
+            .store
+            .find_duplicate(&lane, &memory.project, &hash)
+            .await?
+        {
+            if !existing.is_expired(memory.created_at) {
+                return Ok(saved(&existing, SaveStatus::Duplicate));
             }
+            // Saving again what had expired renews it as its next version.
+            return self.supersede(&lane, &existing, memory).await;
+        }
+
+        let embedded = self.embed(&memory.content).await?;
+        let filter = Filter {
+            projects: vec![memory.project.clone()],
+            categories: Vec::new(),
+            now_micros: to_micros(memory.created_at),
+        };
+        let neighbours = self
+            .engine
+            .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter);
+        // A fact update: the nearest related memory whose value the new one replaces.
+        for neighbour in neighbours
+            .iter()
+            .filter(|n| n.similarity >= self.tuning.supersede_min_similarity)
+        {
+            let Some(old) = self.store.memory(&lane, neighbour.id).await? else {
+                continue;
+            };
+            if !old.is_current || old.project != memory.project {
+                continue;
+            }
+            let judgement = self.judge.judge(&old.content, &memory.content).await;
+            if judgement.is_update {
+                tracing::debug!(old = %old.id, similarity = neighbour.similarity, reason = %judgement.reason, "fact update detected");
+                if !category_given {
+                    memory.category = old.category;
+                }
+                memory.embedding = Some(embedded);
+                return self.supersede(&lane, &old, memory).await;
+            }
+        }
+        // A near-duplicate: the same thing said slightly differently (but with the same
+        // numbers and names).
+        if let Some(top) = neighbours.first() {
+            if top.similarity >= self.tuning.dedup_threshold {
+                if let Some(existing) = self.store.memory(&lane, top.id).await? {
+                    if existing.is_current
+                        && !existing.is_expired(memory.created_at)
+                        && specifics(&existing.content) == specifics(&memory.content)
+                    {
+                        return Ok(saved(&existing, SaveStatus::Duplicate));
+                    }
+                }
+            }
+        }
+
+        if !category_given {
+            memory.category = inferred_category(&memory.content);
+        }
+        memory.embedding = Some(embedded.clone());
+        // The dedup index refuses a concurrent exact duplicate; it is looked up then.
+        if let Some(created) = self.store.insert_memory(&memory).await? {
+            self.index_saved(&created, &embedded).await?;
             return Ok(saved(&created, SaveStatus::Created));
         }
-        let hash = content_hash(&memory.content_norm());
         match self
             .store
             .find_duplicate(&lane, &memory.project, &hash)
             .await?
         {
-            Some(existing) if !existing.is_expired(memory.created_at) => {
-                Ok(saved(&existing, SaveStatus::Duplicate))
-            }
-            // Saving again what had expired renews it as its next version.
-            Some(expired) => self.supersede(&lane, &expired, memory).await,
+            Some(existing) => Ok(saved(&existing, SaveStatus::Duplicate)),
             // The duplicate was deleted in between.
             None => Err(Error::Conflict(
                 "a concurrent change to this memory won; retry".to_string(),
@@ -497,7 +698,12 @@ impl MemoryService {
         }
     }
 
-    async fn supersede(&self, lane: &Lane, old: &Memory, memory: NewMemory) -> Result<SaveResult> {
+    async fn supersede(
+        &self,
+        lane: &Lane,
+        old: &Memory,
+        mut memory: NewMemory,
+    ) -> Result<SaveResult> {
         let hash = content_hash(&memory.content_norm());
         if let Some(existing) = self
             .store
@@ -508,8 +714,17 @@ impl MemoryService {
                 return Ok(saved(&existing, SaveStatus::Duplicate));
             }
         }
+        let embedded = match memory.embedding.clone() {
+            Some(embedded) => embedded,
+            None => self.embed(&memory.content).await?,
+        };
+        memory.embedding = Some(embedded.clone());
         match self.store.supersede(lane, old.id, &memory).await? {
-            Superseded::Created(created) => Ok(saved(&created, SaveStatus::Superseded)),
+            Superseded::Created(created) => {
+                self.unindex(lane, &[old.id]);
+                self.index_saved(&created, &embedded).await?;
+                Ok(saved(&created, SaveStatus::Superseded))
+            }
             Superseded::Duplicate(existing) => Ok(saved(&existing, SaveStatus::Duplicate)),
             Superseded::NotFound => Err(Error::NotFound(format!(
                 "memory to supersede ({}) not found",
@@ -560,6 +775,8 @@ impl MemoryService {
             projects,
             search,
             include_expired,
+            exclude_wrong: false,
+            created_since: None,
             now: now(),
             limit,
             offset,
@@ -602,7 +819,7 @@ impl MemoryService {
         let content = input
             .content
             .as_deref()
-            .map(|c| content(Some(c), self.max_content_chars))
+            .map(|c| content(Some(c), self.tuning.max_content_chars))
             .transpose()?;
         let patch = FieldPatch {
             category: category(input.category.as_deref())?,
@@ -642,6 +859,7 @@ impl MemoryService {
 
         match content.filter(|c| *c != current.content) {
             Some(content) => {
+                let embedded = self.embed(&content).await?;
                 let next = NewMemory {
                     id: Uuid::now_v7(),
                     workspace_id: caller.workspace_id,
@@ -657,9 +875,15 @@ impl MemoryService {
                     valid_from,
                     valid_until,
                     created_at: now(),
+                    origin_id: current.origin_id,
+                    embedding: Some(embedded.clone()),
                 };
                 match self.store.supersede(&lane, id, &next).await? {
-                    Superseded::Created(created) => Ok(MemoryView::from(&created)),
+                    Superseded::Created(created) => {
+                        self.unindex(&lane, &[id]);
+                        self.index_saved(&created, &embedded).await?;
+                        Ok(MemoryView::from(&created))
+                    }
                     Superseded::Duplicate(existing) => Err(Error::Conflict(format!(
                         "memory {} already holds this content in this scope and project",
                         existing.id
@@ -674,7 +898,10 @@ impl MemoryService {
                 .update_memory_fields(&lane, id, &patch, to_micros(now()))
                 .await?
             {
-                Some(updated) => Ok(MemoryView::from(&updated)),
+                Some(updated) => {
+                    self.reindex_fields(&updated);
+                    Ok(MemoryView::from(&updated))
+                }
                 None => Err(not_current(id)),
             },
         }
@@ -692,6 +919,7 @@ impl MemoryService {
             .await?
             .ok_or_else(Error::memory_not_found)?;
         if was_current {
+            self.unindex(&lane, &[id]);
             self.workspaces.memories_removed(caller.workspace_id, 1);
         }
         Ok(Success { success: true })
@@ -719,11 +947,23 @@ impl MemoryService {
                 format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
             ));
         }
+        // The chain's current version leaves the index (the others are not in it).
+        let chain: Vec<Uuid> = match self.store.memory(&lane, id).await? {
+            Some(memory) => self
+                .store
+                .chain(&lane, memory.root_id)
+                .await?
+                .iter()
+                .map(|m| m.id)
+                .collect(),
+            None => Vec::new(),
+        };
         let removed = self
             .store
             .forget_chain(&lane, id, to_micros(now()))
             .await?
             .ok_or_else(Error::memory_not_found)?;
+        self.unindex(&lane, &chain);
         tracing::info!(memory_id = %id, reason = input.reason.as_deref().unwrap_or(""), "memory chain forgotten");
         self.workspaces
             .memories_removed(caller.workspace_id, removed);
@@ -795,8 +1035,50 @@ impl MemoryService {
         if !self.store.record_feedback(&lane, id, &record).await? {
             return Err(Error::memory_not_found());
         }
+        // Ratings change ranking and `wrong` / `outdated` take it out of search.
+        if let Some(memory) = self.store.memory(&lane, id).await? {
+            self.reindex_fields(&memory);
+        }
         Ok(Success { success: true })
     }
+}
+
+/// A validated save, ready for the save path.
+#[derive(Debug, Clone)]
+pub(crate) struct Draft {
+    pub memory: NewMemory,
+    pub lane: Lane,
+    pub category_given: bool,
+    pub project_given: bool,
+    pub supersedes: Option<Uuid>,
+}
+
+/// What `POST /api/memories` did.
+#[derive(Debug, Clone)]
+pub enum CreateOutcome {
+    /// 201: saved (created, duplicate or superseded).
+    Saved(SaveResult),
+    /// 202: a long note accepted as a job.
+    Accepted(JobAccepted),
+}
+
+fn inferred_category(content: &str) -> Category {
+    crate::text::category::infer_category(content)
+        .parse()
+        .unwrap_or(DEFAULT_CATEGORY)
+}
+
+fn embed_error(error: EmbedError) -> Error {
+    match error {
+        EmbedError::Remote(_) => Error::Unavailable(error.to_string()),
+        EmbedError::ModelMissing { .. } | EmbedError::Load(_) | EmbedError::Inference(_) => {
+            Error::Internal(error.to_string())
+        }
+    }
+}
+
+fn search_error(error: SearchError) -> Error {
+    Error::Internal(error.to_string())
 }
 
 fn saved(memory: &Memory, status: SaveStatus) -> SaveResult {

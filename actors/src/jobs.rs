@@ -1,0 +1,349 @@
+//! Background jobs (the long-note path): a supervisor runs each job in a worker actor of its
+//! own. A worker that fails (an error or a panic) is reported to the supervisor, which runs
+//! the job again after a capped exponential backoff, up to `max_attempts`; then the job is
+//! given up and the handler records why. Jobs must be idempotent: a retry may find part of
+//! the work done.
+//!
+//! What a job does, and how its state is persisted, is behind [`JobHandler`].
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use uuid::Uuid;
+
+#[async_trait]
+pub trait JobHandler: Send + Sync + 'static {
+    /// Runs job `id` (attempt 1, 2, ...) to completion, persisting its outcome.
+    async fn run(&self, id: Uuid, attempt: u32) -> Result<(), String>;
+    /// The last attempt failed: record the job as failed with `error`.
+    async fn give_up(&self, id: Uuid, attempts: u32, error: String);
+}
+
+/// The delay before attempt `attempt + 1` after `attempt` failed: `base × 2^(attempt-1)`,
+/// capped.
+pub fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+    base.saturating_mul(factor).min(cap)
+}
+
+#[derive(Clone)]
+pub struct JobsArgs {
+    pub handler: Arc<dyn JobHandler>,
+    pub max_attempts: u32,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    /// Jobs run at once, at most.
+    pub concurrency: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobStats {
+    pub running: usize,
+    pub queued: usize,
+    pub succeeded: u64,
+    pub retried: u64,
+    pub given_up: u64,
+}
+
+pub struct JobsSupervisor;
+
+pub struct JobsState {
+    config: JobsArgs,
+    queue: VecDeque<(Uuid, u32)>,
+    /// Queued, waiting for a retry, or running.
+    known: HashSet<Uuid>,
+    running: HashMap<ActorId, (Uuid, u32)>,
+    stats: JobStats,
+}
+
+pub enum JobsMsg {
+    /// Run a job (ignored when it is already queued or running).
+    Submit(Uuid),
+    /// A backoff elapsed: queue attempt `attempt` of job `id`.
+    Retry { id: Uuid, attempt: u32 },
+    /// Counters.
+    GetStats(RpcReplyPort<JobStats>),
+}
+
+impl Actor for JobsSupervisor {
+    type Msg = JobsMsg;
+    type State = JobsState;
+    type Arguments = JobsArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        config: JobsArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(JobsState {
+            config,
+            queue: VecDeque::new(),
+            known: HashSet::new(),
+            running: HashMap::new(),
+            stats: JobStats::default(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            JobsMsg::Submit(id) => {
+                if state.known.insert(id) {
+                    state.queue.push_back((id, 1));
+                }
+            }
+            JobsMsg::Retry { id, attempt } => state.queue.push_back((id, attempt)),
+            JobsMsg::GetStats(reply) => {
+                let _ = reply.send(JobStats {
+                    running: state.running.len(),
+                    queued: state.queue.len(),
+                    ..state.stats
+                });
+            }
+        }
+        start_ready(&myself, state).await;
+        Ok(())
+    }
+
+    /// A worker ended: done, or failed and retried or given up. The supervisor itself never
+    /// stops because a worker died.
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
+            _ => return Ok(()),
+        };
+        let Some((id, attempt)) = state.running.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        match failure {
+            None => {
+                state.known.remove(&id);
+                state.stats.succeeded += 1;
+            }
+            Some(error) if attempt < state.config.max_attempts => {
+                let delay = backoff(attempt, state.config.backoff_base, state.config.backoff_cap);
+                tracing::warn!(job_id = %id, attempt, %error, retry_in_ms = delay.as_millis() as u64, "job failed, retrying");
+                state.stats.retried += 1;
+                myself.send_after(delay, move || JobsMsg::Retry {
+                    id,
+                    attempt: attempt + 1,
+                });
+            }
+            Some(error) => {
+                tracing::error!(job_id = %id, attempt, %error, "job failed, giving up");
+                state.known.remove(&id);
+                state.stats.given_up += 1;
+                state.config.handler.give_up(id, attempt, error).await;
+            }
+        }
+        start_ready(&myself, state).await;
+        Ok(())
+    }
+}
+
+/// Starts queued jobs while there is room.
+async fn start_ready(myself: &ActorRef<JobsMsg>, state: &mut JobsState) {
+    while state.running.len() < state.config.concurrency.max(1) {
+        let Some((id, attempt)) = state.queue.pop_front() else {
+            return;
+        };
+        let worker = JobWorker {
+            handler: state.config.handler.clone(),
+        };
+        match Actor::spawn_linked(None, worker, (id, attempt), myself.get_cell()).await {
+            Ok((actor, _)) => {
+                state.running.insert(actor.get_id(), (id, attempt));
+            }
+            Err(error) => {
+                tracing::error!(job_id = %id, %error, "cannot start a job worker");
+                state.known.remove(&id);
+                state
+                    .config
+                    .handler
+                    .give_up(id, attempt, format!("cannot start a worker: {error}"))
+                    .await;
+            }
+        }
+    }
+}
+
+/// Runs one attempt of one job, then stops; fails (reported to the supervisor) when the
+/// attempt fails.
+struct JobWorker {
+    handler: Arc<dyn JobHandler>,
+}
+
+enum WorkerMsg {
+    Run,
+}
+
+impl Actor for JobWorker {
+    type Msg = WorkerMsg;
+    type State = (Uuid, u32);
+    type Arguments = (Uuid, u32);
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        job: (Uuid, u32),
+    ) -> Result<Self::State, ActorProcessingErr> {
+        myself.cast(WorkerMsg::Run)?;
+        Ok(job)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            WorkerMsg::Run => {
+                let (id, attempt) = *state;
+                self.handler.run(id, attempt).await?;
+                myself.stop(None);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let base = Duration::from_millis(100);
+        let cap = Duration::from_secs(1);
+        assert_eq!(backoff(1, base, cap), Duration::from_millis(100));
+        assert_eq!(backoff(2, base, cap), Duration::from_millis(200));
+        assert_eq!(backoff(4, base, cap), Duration::from_millis(800));
+        assert_eq!(backoff(5, base, cap), cap);
+        assert_eq!(backoff(60, base, cap), cap);
+    }
+
+    /// Fails (or panics) on the attempts listed; records what happened.
+    #[derive(Default)]
+    struct Script {
+        fail_on: Vec<u32>,
+        panic_on: Vec<u32>,
+        runs: Mutex<Vec<(Uuid, u32)>>,
+        given_up: Mutex<Vec<(Uuid, u32, String)>>,
+    }
+
+    #[async_trait]
+    impl JobHandler for Script {
+        async fn run(&self, id: Uuid, attempt: u32) -> Result<(), String> {
+            self.runs.lock().unwrap().push((id, attempt));
+            if self.panic_on.contains(&attempt) {
+                panic!("injected panic");
+            }
+            if self.fail_on.contains(&attempt) {
+                return Err(format!("injected failure {attempt}"));
+            }
+            Ok(())
+        }
+        async fn give_up(&self, id: Uuid, attempts: u32, error: String) {
+            self.given_up.lock().unwrap().push((id, attempts, error));
+        }
+    }
+
+    async fn start(script: Arc<Script>) -> ActorRef<JobsMsg> {
+        let (actor, _) = Actor::spawn(
+            None,
+            JobsSupervisor,
+            JobsArgs {
+                handler: script,
+                max_attempts: 3,
+                backoff_base: Duration::from_millis(5),
+                backoff_cap: Duration::from_millis(20),
+                concurrency: 2,
+            },
+        )
+        .await
+        .unwrap();
+        actor
+    }
+
+    async fn settle(actor: &ActorRef<JobsMsg>) -> JobStats {
+        for _ in 0..400 {
+            let stats = ractor::call_t!(actor, JobsMsg::GetStats, 1_000).unwrap();
+            if stats.running == 0
+                && stats.queued == 0
+                && stats.retried + stats.succeeded + stats.given_up > 0
+            {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                let again = ractor::call_t!(actor, JobsMsg::GetStats, 1_000).unwrap();
+                if again == stats {
+                    return stats;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("jobs did not settle");
+    }
+
+    #[tokio::test]
+    async fn failures_and_panics_are_retried_with_backoff() {
+        let script = Arc::new(Script {
+            fail_on: vec![1],
+            panic_on: vec![2],
+            ..Script::default()
+        });
+        let actor = start(script.clone()).await;
+        let id = Uuid::new_v4();
+        actor.cast(JobsMsg::Submit(id)).unwrap();
+        actor.cast(JobsMsg::Submit(id)).unwrap(); // a duplicate submit is ignored
+        let stats = settle(&actor).await;
+        assert_eq!(stats.succeeded, 1);
+        assert_eq!(stats.retried, 2);
+        assert_eq!(
+            *script.runs.lock().unwrap(),
+            vec![(id, 1), (id, 2), (id, 3)]
+        );
+        assert!(script.given_up.lock().unwrap().is_empty());
+        actor.stop(None);
+    }
+
+    #[tokio::test]
+    async fn the_last_failure_gives_up_with_the_error() {
+        let script = Arc::new(Script {
+            fail_on: vec![1, 2, 3],
+            ..Script::default()
+        });
+        let actor = start(script.clone()).await;
+        let id = Uuid::new_v4();
+        actor.cast(JobsMsg::Submit(id)).unwrap();
+        let stats = settle(&actor).await;
+        assert_eq!(stats.given_up, 1);
+        {
+            let given_up = script.given_up.lock().unwrap();
+            assert_eq!(given_up.len(), 1);
+            assert_eq!(given_up[0].1, 3);
+            assert!(given_up[0].2.contains("injected failure 3"));
+        }
+        // The supervisor is still alive and takes new work.
+        let other = Uuid::new_v4();
+        script.runs.lock().unwrap().clear();
+        actor.cast(JobsMsg::Submit(other)).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(script.runs.lock().unwrap().contains(&(other, 1)));
+        actor.stop(None);
+    }
+}

@@ -1,0 +1,600 @@
+//! The search engine: derived, in-memory indexes over the current memories of every lane, for
+//! hybrid retrieval (BM25 + vectors), near-duplicate and supersession candidates, and graph
+//! neighbours.
+//!
+//! - `text.rs`: one tantivy index for every lane (BM25, English stemming), group-committed.
+//! - `vectors.rs`: per lane, immutable HNSW segments (instant-distance) plus an exact tail,
+//!   folded and merged in the background by the maintenance actor.
+//! - here: the lanes' document tables (what each slot holds, alive or not, its filters and
+//!   feedback), fusion of the two rankings, and the signals (recency, feedback).
+//!
+//! The database is the truth. The indexes are rebuilt from it at start-up and kept in step by
+//! the memories service after every write; a search result is re-read from the database before
+//! it is returned, so an index entry that is stale can cost a result, never return a wrong one.
+
+pub mod text;
+pub mod vectors;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use uuid::Uuid;
+
+use crate::embedding::cosine;
+use crate::model::{to_micros, Category, Lane, Memory};
+use text::{TextIndex, TextIndexError};
+use vectors::{LaneVectors, Slot, VectorConfig};
+
+/// How keyword and vector rankings are combined.
+pub use crate::config::Fusion;
+
+/// Which rankings a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Keyword (BM25) and vector rankings fused.
+    Hybrid,
+    /// BM25 only.
+    Keyword,
+    /// Vectors only.
+    Semantic,
+}
+
+impl Mode {
+    pub fn parse(value: &str) -> Option<Mode> {
+        match value {
+            "hybrid" => Some(Mode::Hybrid),
+            "keyword" => Some(Mode::Keyword),
+            "semantic" => Some(Mode::Semantic),
+            _ => None,
+        }
+    }
+}
+
+/// Filters applied inside the index (the database re-checks them).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Empty: any project. `""` stands for "no project".
+    pub projects: Vec<String>,
+    /// Empty: any category.
+    pub categories: Vec<Category>,
+    /// Memories whose `validUntil` is at or before this instant (epoch micros) are expired.
+    pub now_micros: i64,
+}
+
+/// One search.
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    pub text: &'a str,
+    /// The query's embedding (required unless the mode is `Keyword`).
+    pub vector: Option<&'a [f32]>,
+    pub mode: Mode,
+    pub fusion: Fusion,
+    pub filter: Filter,
+    /// Results wanted.
+    pub limit: usize,
+}
+
+/// A ranked memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub id: Uuid,
+    /// In [0, 1].
+    pub score: f32,
+}
+
+/// A neighbour by meaning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Neighbour {
+    pub id: Uuid,
+    pub similarity: f32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error(transparent)]
+    Text(#[from] TextIndexError),
+    #[error("vector index: {0}")]
+    Vector(#[from] vectors::VectorError),
+}
+
+/// What the index keeps of a memory to filter and rank without the database.
+#[derive(Debug, Clone)]
+struct Doc {
+    id: Uuid,
+    project: String,
+    category: Category,
+    created_at: i64,
+    valid_until: Option<i64>,
+    wrong: bool,
+    helpful: i64,
+    not_helpful: i64,
+    alive: bool,
+}
+
+impl Doc {
+    fn of(memory: &Memory) -> Doc {
+        Doc {
+            id: memory.id,
+            project: memory.project.clone(),
+            category: memory.category,
+            created_at: to_micros(memory.created_at),
+            valid_until: memory.valid_until.map(to_micros),
+            wrong: memory.flagged_wrong,
+            helpful: memory.helpful_count,
+            not_helpful: memory.not_helpful_count,
+            alive: true,
+        }
+    }
+
+    fn passes(&self, filter: &Filter) -> bool {
+        self.alive
+            && !self.wrong
+            && self
+                .valid_until
+                .is_none_or(|until| until > filter.now_micros)
+            && (filter.projects.is_empty() || filter.projects.contains(&self.project))
+            && (filter.categories.is_empty() || filter.categories.contains(&self.category))
+    }
+}
+
+#[derive(Default)]
+struct Docs {
+    slots: Vec<Doc>,
+    by_id: HashMap<Uuid, Slot>,
+}
+
+/// The indexes of one lane.
+pub struct LaneIndex {
+    number: u32,
+    term: String,
+    docs: RwLock<Docs>,
+    vectors: RwLock<LaneVectors>,
+}
+
+impl LaneIndex {
+    fn key(&self, slot: Slot) -> u64 {
+        (u64::from(self.number) << 32) | u64::from(slot)
+    }
+
+    fn docs(&self) -> RwLockReadGuard<'_, Docs> {
+        self.docs.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn docs_mut(&self) -> RwLockWriteGuard<'_, Docs> {
+        self.docs.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn vectors(&self) -> RwLockReadGuard<'_, LaneVectors> {
+        self.vectors.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn vectors_mut(&self) -> RwLockWriteGuard<'_, LaneVectors> {
+        self.vectors.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Folds the exact tail into HNSW segments and merges segments; CPU heavy, blocking.
+    pub fn maintain(&self) -> usize {
+        vectors::maintain(&self.vectors)
+    }
+
+    pub fn needs_maintenance(&self) -> bool {
+        self.vectors().needs_maintenance()
+    }
+
+    /// (segments, tail length, dead entries), for logs.
+    pub fn shape(&self) -> (usize, usize, usize) {
+        self.vectors().shape()
+    }
+}
+
+impl memvault_actors::Maintainable for LaneIndex {
+    fn key(&self) -> u64 {
+        u64::from(self.number)
+    }
+
+    fn needs_maintenance(&self) -> bool {
+        LaneIndex::needs_maintenance(self)
+    }
+
+    fn maintain(&self) -> usize {
+        LaneIndex::maintain(self)
+    }
+}
+
+/// Ranking constants of the score fusion.
+mod weights {
+    /// Share of the vector similarity in a hybrid score (the rest is normalised BM25).
+    pub const SEMANTIC: f32 = 0.7;
+    /// Reciprocal-rank fusion's k.
+    pub const RRF_K: f32 = 60.0;
+    /// Most a recent memory gains (multiplicative), decaying with age.
+    pub const RECENCY_BOOST: f32 = 0.05;
+    pub const RECENCY_DAYS: f32 = 30.0;
+    /// Gain per `helpful` rating, counted up to `FEEDBACK_CAP` ratings.
+    pub const HELPFUL: f32 = 0.05;
+    /// Loss factor per `not_helpful` rating, counted up to `FEEDBACK_CAP` ratings.
+    pub const NOT_HELPFUL: f32 = 0.85;
+    pub const FEEDBACK_CAP: i64 = 5;
+}
+
+/// The engine: every lane's indexes.
+pub struct SearchEngine {
+    dims: usize,
+    text: TextIndex,
+    lanes: RwLock<HashMap<Lane, Arc<LaneIndex>>>,
+    next_lane: AtomicU32,
+    vector_config: VectorConfig,
+}
+
+impl SearchEngine {
+    pub fn new(dims: usize, vector_config: VectorConfig) -> Result<Self, SearchError> {
+        Ok(SearchEngine {
+            dims,
+            text: TextIndex::new()?,
+            lanes: RwLock::new(HashMap::new()),
+            next_lane: AtomicU32::new(0),
+            vector_config,
+        })
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn lane(&self, lane: &Lane) -> Option<Arc<LaneIndex>> {
+        self.lanes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(lane)
+            .cloned()
+    }
+
+    fn lane_or_create(&self, lane: &Lane) -> Arc<LaneIndex> {
+        if let Some(index) = self.lane(lane) {
+            return index;
+        }
+        let mut lanes = self.lanes.write().unwrap_or_else(|e| e.into_inner());
+        lanes
+            .entry(lane.clone())
+            .or_insert_with(|| {
+                Arc::new(LaneIndex {
+                    number: self.next_lane.fetch_add(1, Ordering::Relaxed),
+                    term: format!("{}:{}", lane.workspace_id, lane.scope),
+                    docs: RwLock::new(Docs::default()),
+                    vectors: RwLock::new(LaneVectors::new(self.dims, self.vector_config.clone())),
+                })
+            })
+            .clone()
+    }
+
+    /// Every lane's index (the maintenance actor walks them).
+    pub fn lanes(&self) -> Vec<Arc<LaneIndex>> {
+        self.lanes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Queues current memories for indexing (replacing an entry of the same id); they are
+    /// searchable once [`SearchEngine::flush`] returns. Returns the lanes that grew.
+    pub fn stage(
+        &self,
+        items: impl IntoIterator<Item = (Memory, Option<Vec<f32>>)>,
+    ) -> Result<Vec<Arc<LaneIndex>>, SearchError> {
+        let mut grown: Vec<Arc<LaneIndex>> = Vec::new();
+        for (memory, vector) in items {
+            let lane = self.lane_or_create(&Lane {
+                workspace_id: memory.workspace_id,
+                scope: memory.scope.clone(),
+            });
+            let slot = {
+                let mut docs = lane.docs_mut();
+                if let Some(old) = docs.by_id.get(&memory.id).copied() {
+                    docs.slots[old as usize].alive = false;
+                    lane.vectors_mut().remove(old);
+                    self.text.delete(lane.key(old))?;
+                }
+                let slot = docs.slots.len() as Slot;
+                docs.slots.push(Doc::of(&memory));
+                docs.by_id.insert(memory.id, slot);
+                slot
+            };
+            if let Some(vector) = vector {
+                lane.vectors_mut().insert(slot, vector)?;
+            }
+            self.text.add(lane.key(slot), &lane.term, &memory.content)?;
+            if !grown.iter().any(|l| Arc::ptr_eq(l, &lane)) {
+                grown.push(lane);
+            }
+        }
+        Ok(grown)
+    }
+
+    /// Waits until everything staged is searchable.
+    pub async fn flush(&self) -> Result<(), SearchError> {
+        Ok(self.text.flush().await?)
+    }
+
+    /// Takes memories out of the index (deleted, superseded, forgotten).
+    pub fn remove(&self, lane: &Lane, ids: &[Uuid]) -> Result<(), SearchError> {
+        let Some(index) = self.lane(lane) else {
+            return Ok(());
+        };
+        for id in ids {
+            let slot = {
+                let mut docs = index.docs_mut();
+                let Some(slot) = docs.by_id.remove(id) else {
+                    continue;
+                };
+                docs.slots[slot as usize].alive = false;
+                slot
+            };
+            index.vectors_mut().remove(slot);
+            self.text.delete(index.key(slot))?;
+        }
+        Ok(())
+    }
+
+    /// Refreshes what the index keeps of a memory edited in place (fields, feedback). A memory
+    /// that is no longer current or was deleted is taken out.
+    pub fn refresh(&self, memory: &Memory) {
+        let lane = Lane {
+            workspace_id: memory.workspace_id,
+            scope: memory.scope.clone(),
+        };
+        let Some(index) = self.lane(&lane) else {
+            return;
+        };
+        let mut docs = index.docs_mut();
+        if let Some(slot) = docs.by_id.get(&memory.id).copied() {
+            docs.slots[slot as usize] = Doc::of(memory);
+        }
+    }
+
+    /// Live memories indexed in a lane.
+    pub fn lane_len(&self, lane: &Lane) -> usize {
+        self.lane(lane).map_or(0, |index| index.docs().by_id.len())
+    }
+
+    /// The stored vector of a memory in a lane.
+    pub fn vector(&self, lane: &Lane, id: Uuid) -> Option<Vec<f32>> {
+        let index = self.lane(lane)?;
+        let slot = index.docs().by_id.get(&id).copied()?;
+        let vectors = index.vectors();
+        vectors.get(slot).map(<[f32]>::to_vec)
+    }
+
+    /// The `k` memories of a lane nearest to `vector` that pass `filter`, most similar first.
+    pub fn nearest(
+        &self,
+        lane: &Lane,
+        vector: &[f32],
+        k: usize,
+        filter: &Filter,
+    ) -> Vec<Neighbour> {
+        let Some(index) = self.lane(lane) else {
+            return Vec::new();
+        };
+        let docs = index.docs();
+        let accept = |slot: Slot| {
+            docs.slots
+                .get(slot as usize)
+                .is_some_and(|d| d.passes(filter))
+        };
+        let found = index.vectors().search(vector, k, &accept);
+        found
+            .into_iter()
+            .map(|(slot, similarity)| Neighbour {
+                id: docs.slots[slot as usize].id,
+                similarity,
+            })
+            .collect()
+    }
+
+    /// Ranks the lane's memories for a query: keyword and vector candidates, fused, with
+    /// recency and feedback applied. Returns up to `2 × limit` hits, best first (the caller
+    /// re-checks them against the database and keeps `limit`).
+    pub fn search(&self, lane: &Lane, query: &Query<'_>) -> Result<Vec<Hit>, SearchError> {
+        let Some(index) = self.lane(lane) else {
+            return Ok(Vec::new());
+        };
+        // Candidates from each ranking: enough to fuse well, and within the HNSW segments'
+        // `ef_search` (asking for more turns their search into an exact scan).
+        let ceiling = self.vector_config.ef_search.max(query.limit);
+        let pool = (query.limit * 4).max(50).min(ceiling);
+        let vector = query.vector.filter(|_| query.mode != Mode::Keyword);
+
+        // Keyword candidates: BM25 over the lane, then the index's own filters.
+        let keyword: Vec<(Slot, f32)> = if query.mode == Mode::Semantic {
+            Vec::new()
+        } else {
+            let hits = self.text.search(&index.term, query.text, pool)?;
+            let docs = index.docs();
+            hits.into_iter()
+                .filter(|(key, _)| (key >> 32) as u32 == index.number)
+                .map(|(key, score)| ((key & 0xffff_ffff) as Slot, score))
+                .filter(|(slot, _)| {
+                    docs.slots
+                        .get(*slot as usize)
+                        .is_some_and(|d| d.passes(&query.filter))
+                })
+                .collect()
+        };
+
+        let docs = index.docs();
+        let vectors = index.vectors();
+        let accept = |slot: Slot| {
+            docs.slots
+                .get(slot as usize)
+                .is_some_and(|d| d.passes(&query.filter))
+        };
+        let semantic: Vec<(Slot, f32)> = match vector {
+            Some(v) => vectors.search(v, pool, &accept),
+            None => Vec::new(),
+        };
+
+        let fused = fuse(&keyword, &semantic, query, |slot| {
+            vector.and_then(|v| vectors.get(slot).map(|stored| cosine(v, stored)))
+        });
+        let now = query.filter.now_micros;
+        let mut hits: Vec<(Slot, f32, i64)> = fused
+            .into_iter()
+            .map(|(slot, score)| {
+                let doc = &docs.slots[slot as usize];
+                (slot, signals(score, doc, now), doc.created_at)
+            })
+            .collect();
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)));
+        hits.truncate(query.limit * 2);
+        Ok(hits
+            .into_iter()
+            .map(|(slot, score, _)| Hit {
+                id: docs.slots[slot as usize].id,
+                score,
+            })
+            .collect())
+    }
+}
+
+/// Combines the keyword and vector rankings into one score in [0, 1] per candidate.
+/// `similarity` gives the exact cosine of any candidate (for those only BM25 found).
+fn fuse(
+    keyword: &[(Slot, f32)],
+    semantic: &[(Slot, f32)],
+    query: &Query<'_>,
+    similarity: impl Fn(Slot) -> Option<f32>,
+) -> Vec<(Slot, f32)> {
+    let best_bm25 = keyword.iter().map(|k| k.1).fold(0.0_f32, f32::max);
+    let mut candidates: HashMap<Slot, (Option<usize>, Option<usize>, f32)> = HashMap::new();
+    for (rank, (slot, bm25)) in keyword.iter().enumerate() {
+        let normalised = if best_bm25 > 0.0 {
+            bm25 / best_bm25
+        } else {
+            0.0
+        };
+        candidates.insert(*slot, (Some(rank), None, normalised));
+    }
+    for (rank, (slot, _)) in semantic.iter().enumerate() {
+        candidates.entry(*slot).or_insert((None, None, 0.0)).1 = Some(rank);
+    }
+    candidates
+        .into_iter()
+        .map(|(slot, (keyword_rank, semantic_rank, bm25))| {
+            let score = match query.mode {
+                Mode::Keyword => bm25,
+                Mode::Semantic => similarity(slot).unwrap_or(0.0).max(0.0),
+                Mode::Hybrid => match query.fusion {
+                    Fusion::Score => {
+                        let sim = similarity(slot).unwrap_or(0.0).max(0.0);
+                        weights::SEMANTIC * sim + (1.0 - weights::SEMANTIC) * bm25
+                    }
+                    Fusion::Rrf => {
+                        let part = |rank: Option<usize>| {
+                            rank.map_or(0.0, |r| 1.0 / (weights::RRF_K + r as f32 + 1.0))
+                        };
+                        (part(keyword_rank) + part(semantic_rank)) / (2.0 / (weights::RRF_K + 1.0))
+                    }
+                },
+            };
+            (slot, score.clamp(0.0, 1.0))
+        })
+        .collect()
+}
+
+/// Applies recency and feedback to a fused score; the result stays in [0, 1].
+fn signals(score: f32, doc: &Doc, now_micros: i64) -> f32 {
+    let age_days = ((now_micros - doc.created_at).max(0) as f32) / 86_400_000_000.0;
+    let recency = 1.0 + weights::RECENCY_BOOST * (-age_days / weights::RECENCY_DAYS).exp();
+    let helpful = 1.0 + weights::HELPFUL * doc.helpful.min(weights::FEEDBACK_CAP) as f32;
+    let not_helpful = weights::NOT_HELPFUL.powi(doc.not_helpful.min(weights::FEEDBACK_CAP) as i32);
+    (score * recency * helpful * not_helpful).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(helpful: i64, not_helpful: i64, created_at: i64) -> Doc {
+        Doc {
+            id: Uuid::nil(),
+            project: String::new(),
+            category: Category::Fact,
+            created_at,
+            valid_until: None,
+            wrong: false,
+            helpful,
+            not_helpful,
+            alive: true,
+        }
+    }
+
+    #[test]
+    fn feedback_moves_scores_within_bounds() {
+        let now = 1_000 * 86_400_000_000;
+        let base = signals(0.5, &doc(0, 0, 0), now);
+        assert!(signals(0.5, &doc(3, 0, 0), now) > base);
+        assert!(signals(0.5, &doc(0, 2, 0), now) < base);
+        assert!(signals(0.99, &doc(5, 0, now), now) <= 1.0);
+        // Recent memories gain a little.
+        assert!(signals(0.5, &doc(0, 0, now), now) > base);
+    }
+
+    #[test]
+    fn filters_exclude_dead_wrong_expired_and_other_projects() {
+        let filter = Filter {
+            projects: vec!["p".to_string()],
+            categories: vec![],
+            now_micros: 100,
+        };
+        let mut d = doc(0, 0, 0);
+        d.project = "p".to_string();
+        assert!(d.passes(&filter));
+        assert!(!Doc {
+            alive: false,
+            ..d.clone()
+        }
+        .passes(&filter));
+        assert!(!Doc {
+            wrong: true,
+            ..d.clone()
+        }
+        .passes(&filter));
+        assert!(!Doc {
+            valid_until: Some(100),
+            ..d.clone()
+        }
+        .passes(&filter));
+        assert!(Doc {
+            valid_until: Some(101),
+            ..d.clone()
+        }
+        .passes(&filter));
+        assert!(!Doc {
+            project: String::new(),
+            ..d
+        }
+        .passes(&filter));
+    }
+
+    #[test]
+    fn rrf_scores_are_normalised() {
+        let query = Query {
+            text: "",
+            vector: None,
+            mode: Mode::Hybrid,
+            fusion: Fusion::Rrf,
+            filter: Filter::default(),
+            limit: 10,
+        };
+        let fused = fuse(&[(1, 3.0), (2, 1.0)], &[(1, 0.9), (3, 0.5)], &query, |_| {
+            None
+        });
+        let score = |slot| fused.iter().find(|f| f.0 == slot).unwrap().1;
+        assert!((score(1) - 1.0).abs() < 1e-6);
+        assert!(score(2) < score(1) && score(3) < score(1));
+        assert!(fused.iter().all(|f| (0.0..=1.0).contains(&f.1)));
+    }
+}

@@ -1,0 +1,337 @@
+//! The keyword index: BM25 over memory contents with tantivy, in memory.
+//!
+//! One index serves every lane; each document carries its lane as an untokenised term, and a
+//! query is always confined to one lane by a zero-scoring filter clause. Documents are keyed by
+//! a `u64` that the caller chooses (the engine packs its lane number and slot into it).
+//!
+//! Writes go through one indexer thread that owns the `IndexWriter`: it takes every operation
+//! waiting, commits once and reloads the reader, then answers those that asked to be told
+//! (group commit, as for the database). A document is searchable when [`TextIndex::flush`]
+//! returns.
+
+use std::sync::mpsc;
+use std::thread;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STRING,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    TokenStream,
+};
+use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+use tokio::sync::oneshot;
+
+/// The analyzer of memory text: words, lower-cased, English stop words dropped, stemmed.
+const ANALYZER: &str = "memvault_en";
+/// Memory of the indexer's in-RAM segment writer.
+const WRITER_HEAP_BYTES: usize = 50_000_000;
+/// Operations applied before a commit, at most.
+const OPS_PER_COMMIT: usize = 10_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TextIndexError {
+    #[error("keyword index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    #[error("keyword index: the indexer has stopped")]
+    Stopped,
+    #[error("keyword index: commit failed: {0}")]
+    Commit(String),
+}
+
+enum Op {
+    Add {
+        key: u64,
+        lane: String,
+        text: String,
+    },
+    Delete {
+        key: u64,
+    },
+    Flush(oneshot::Sender<Result<(), String>>),
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    key: Field,
+    lane: Field,
+    text: Field,
+}
+
+pub struct TextIndex {
+    reader: IndexReader,
+    fields: Fields,
+    ops: mpsc::Sender<Op>,
+}
+
+impl TextIndex {
+    /// An empty index with its indexer thread.
+    pub fn new() -> Result<Self, TextIndexError> {
+        let mut schema = Schema::builder();
+        let key = schema.add_u64_field("key", NumericOptions::default().set_fast().set_indexed());
+        let lane = schema.add_text_field("lane", STRING);
+        let text = schema.add_text_field(
+            "text",
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer(ANALYZER)
+                    .set_index_option(IndexRecordOption::WithFreqs),
+            ),
+        );
+        let index = Index::create_in_ram(schema.build());
+        index.tokenizers().register(ANALYZER, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let writer: IndexWriter = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        let fields = Fields { key, lane, text };
+        let (ops, queue) = mpsc::channel();
+        let thread_reader = reader.clone();
+        thread::Builder::new()
+            .name("memvault-text-indexer".to_string())
+            .spawn(move || run_indexer(writer, thread_reader, fields, queue))
+            .map_err(|e| TextIndexError::Commit(e.to_string()))?;
+        Ok(TextIndex {
+            reader,
+            fields,
+            ops,
+        })
+    }
+
+    /// Queues a document; searchable after the next [`TextIndex::flush`].
+    pub fn add(&self, key: u64, lane: &str, text: &str) -> Result<(), TextIndexError> {
+        self.ops
+            .send(Op::Add {
+                key,
+                lane: lane.to_string(),
+                text: text.to_string(),
+            })
+            .map_err(|_| TextIndexError::Stopped)
+    }
+
+    /// Queues the removal of a document.
+    pub fn delete(&self, key: u64) -> Result<(), TextIndexError> {
+        self.ops
+            .send(Op::Delete { key })
+            .map_err(|_| TextIndexError::Stopped)
+    }
+
+    /// Waits until everything queued before this call is committed and visible to searches.
+    pub async fn flush(&self) -> Result<(), TextIndexError> {
+        let (done, outcome) = oneshot::channel();
+        self.ops
+            .send(Op::Flush(done))
+            .map_err(|_| TextIndexError::Stopped)?;
+        outcome
+            .await
+            .map_err(|_| TextIndexError::Stopped)?
+            .map_err(TextIndexError::Commit)
+    }
+
+    /// The analysed terms of a query, in order, without repeats.
+    pub fn terms(&self, query: &str) -> Vec<String> {
+        let mut analyzer = analyzer();
+        let mut stream = analyzer.token_stream(query);
+        let mut terms: Vec<String> = Vec::new();
+        while let Some(token) = stream.next() {
+            if !terms.contains(&token.text) {
+                terms.push(token.text.clone());
+            }
+        }
+        terms
+    }
+
+    /// The best `limit` documents of `lane` for `query` by BM25: `(key, score)`, best first.
+    /// A query with no indexable word finds nothing.
+    pub fn search(
+        &self,
+        lane: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>, TextIndexError> {
+        let terms = self.terms(query);
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let words: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let query: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.text, t),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (Occur::Should, query)
+            })
+            .collect();
+        let in_lane: Box<dyn Query> = Box::new(ConstScoreQuery::new(
+            Box::new(TermQuery::new(
+                Term::from_field_text(self.fields.lane, lane),
+                IndexRecordOption::Basic,
+            )),
+            0.0,
+        ));
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(BooleanQuery::new(words))),
+            (Occur::Must, in_lane),
+        ]);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(top.len());
+        let mut columns = std::collections::HashMap::new();
+        for (score, address) in top {
+            let column = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => entry.insert(
+                    searcher
+                        .segment_reader(address.segment_ord)
+                        .fast_fields()
+                        .u64("key")?,
+                ),
+            };
+            if let Some(key) = column.first(address.doc_id) {
+                hits.push((key, score));
+            }
+        }
+        Ok(hits)
+    }
+
+    /// Documents in the index (committed).
+    pub fn len(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Function words: they match nearly every memory and only add noise to BM25 (questions are
+/// full of them: "what did I say about ...").
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "for", "from", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his",
+    "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "my", "myself",
+    "of", "on", "or", "our", "ours", "she", "should", "so", "some", "such", "than", "that", "the",
+    "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "to", "too",
+    "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "would", "you", "your", "yours",
+];
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(
+            STOP_WORDS.iter().map(|w| (*w).to_string()),
+        ))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// The indexer thread: applies operations in groups, one commit per group. Ends when every
+/// sender is gone.
+fn run_indexer(
+    mut writer: IndexWriter,
+    reader: IndexReader,
+    fields: Fields,
+    queue: mpsc::Receiver<Op>,
+) {
+    while let Ok(first) = queue.recv() {
+        let mut waiting = Vec::new();
+        let mut dirty = false;
+        let mut failure: Option<String> = None;
+        let mut next = Some(first);
+        let mut applied = 0;
+        while let Some(op) = next.take() {
+            match op {
+                Op::Add { key, lane, text } => {
+                    dirty = true;
+                    if let Err(e) = writer.add_document(doc!(
+                        fields.key => key,
+                        fields.lane => lane,
+                        fields.text => text,
+                    )) {
+                        failure = Some(e.to_string());
+                    }
+                }
+                Op::Delete { key } => {
+                    dirty = true;
+                    writer.delete_term(Term::from_field_u64(fields.key, key));
+                }
+                Op::Flush(done) => waiting.push(done),
+            }
+            applied += 1;
+            if applied < OPS_PER_COMMIT {
+                next = queue.try_recv().ok();
+            }
+        }
+        if dirty {
+            if let Err(e) = writer.commit().and_then(|_| reader.reload()) {
+                tracing::error!(error = %e, "keyword index commit failed");
+                failure = Some(e.to_string());
+            }
+        }
+        for done in waiting {
+            let _ = done.send(match &failure {
+                Some(e) => Err(e.clone()),
+                None => Ok(()),
+            });
+        }
+    }
+    if let Err(e) = writer.wait_merging_threads() {
+        tracing::warn!(error = %e, "keyword index merges did not finish");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn finds_by_stemmed_words_inside_one_lane_only() {
+        let index = TextIndex::new().unwrap();
+        index.add(1, "a", "I moved to Berlin last year").unwrap();
+        index.add(2, "a", "Deploys happen on Thursdays").unwrap();
+        index.add(3, "b", "Moving to Berlin soon").unwrap();
+        index.flush().await.unwrap();
+        let hits = index.search("a", "move berlin", 10).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1]);
+        let hits = index.search("b", "berlin", 10).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![3]);
+        assert!(index.search("a", "the of and", 10).unwrap().is_empty());
+        assert!(index.search("c", "berlin", 10).unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn rare_terms_outrank_common_ones_and_deletes_disappear() {
+        let index = TextIndex::new().unwrap();
+        for i in 0..20u64 {
+            index
+                .add(i, "l", &format!("meeting notes number {i}"))
+                .unwrap();
+        }
+        index.add(100, "l", "ticket ZX-4471 meeting").unwrap();
+        index.flush().await.unwrap();
+        let hits = index.search("l", "meeting zx-4471", 5).unwrap();
+        assert_eq!(hits[0].0, 100);
+        assert!(hits[0].1 > hits[1].1);
+        index.delete(100).unwrap();
+        index.flush().await.unwrap();
+        let hits = index.search("l", "zx-4471", 5).unwrap();
+        assert!(hits.is_empty());
+        assert_eq!(index.len(), 20);
+    }
+
+    #[test]
+    fn query_terms_are_analysed() {
+        let index = TextIndex::new().unwrap();
+        assert_eq!(
+            index.terms("What city do I live in? Cities!"),
+            vec!["citi", "live"]
+        );
+    }
+}

@@ -1,0 +1,1203 @@
+//! Per-lane vector index for unit-length `f32` embeddings.
+//!
+//! Design (log-structured, like an LSM tree):
+//! - New vectors go to an exact-search *tail*: one flat `Vec<f32>`, scanned by brute force.
+//! - Maintenance folds the tail into an immutable HNSW *segment* (instant-distance builds an
+//!   index in one batch) and merges segments of similar size: when `merge_factor` segments share
+//!   a [`level`], they are rebuilt as one segment of the next level. Maintenance is split into
+//!   [`LaneVectors::plan`] (snapshot, read access), [`LaneVectors::build`] (CPU heavy, no lock)
+//!   and [`LaneVectors::install`] (write access), so searches keep running during a build.
+//! - Each vector is stored exactly once: in the tail or in one segment's HNSW points (merges read
+//!   the points back from the HNSW). A slot -> location map is the source of truth: an entry is
+//!   live only while the map points at it. Removed or replaced entries become dead; dead entries
+//!   are skipped at search time and dropped when their segment or tail prefix is rebuilt.
+//! - Distance is `1 - dot(a, b)` (cosine distance for unit vectors); scores are cosine similarity.
+//!   The tail is exact, segments are approximate (HNSW), with an exact fallback when a filter
+//!   leaves a segment's HNSW answer short.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::RwLock;
+
+use instant_distance::{Builder, HnswMap, Point, Search};
+
+/// Identifier of an entry in a lane (assigned by the caller).
+pub type Slot = u32;
+
+/// Seed for HNSW construction, so that segment layouts are reproducible.
+const BUILD_SEED: u64 = 0x6d65_6d76_6175_6c74;
+
+/// Source of unique lane identities, so that a job is never installed into another lane.
+static NEXT_LANE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Tuning of a lane's index.
+#[derive(Debug, Clone)]
+pub struct VectorConfig {
+    /// Tail length (entries, dead ones included) at which the tail is folded into a segment.
+    pub tail_max: usize,
+    /// Number of same-level segments that are merged into one segment of the next level.
+    pub merge_factor: usize,
+    /// HNSW construction breadth.
+    pub ef_construction: usize,
+    /// HNSW search breadth: each segment's HNSW answer holds at most this many candidates.
+    pub ef_search: usize,
+}
+
+impl Default for VectorConfig {
+    fn default() -> Self {
+        Self {
+            tail_max: 2048,
+            merge_factor: 4,
+            ef_construction: 100,
+            ef_search: 100,
+        }
+    }
+}
+
+/// Errors of [`LaneVectors`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VectorError {
+    #[error("vector has {got} dimensions, expected {expected}")]
+    Dimensions { expected: usize, got: usize },
+}
+
+/// A point of an HNSW segment.
+#[derive(Clone)]
+struct Embedding(Box<[f32]>);
+
+impl Point for Embedding {
+    fn distance(&self, other: &Self) -> f32 {
+        1.0 - dot(&self.0, &other.0)
+    }
+}
+
+/// Dot product over the common prefix of `a` and `b`, in 8 independent lanes so that the
+/// compiler can vectorise it.
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (a_chunks, a_rest) = a.as_chunks::<8>();
+    let (b_chunks, b_rest) = b.as_chunks::<8>();
+    let mut acc = [0.0f32; 8];
+    for (x, y) in a_chunks.iter().zip(b_chunks) {
+        for ((sum, &x), &y) in acc.iter_mut().zip(x).zip(y) {
+            *sum += x * y;
+        }
+    }
+    let mut sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (x, y) in a_rest.iter().zip(b_rest) {
+        sum += x * y;
+    }
+    sum
+}
+
+/// Where a slot's live vector is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Location {
+    /// Index into the tail.
+    Tail(u32),
+    /// Point `pid` of the segment with identity `segment`.
+    Segment { segment: u64, pid: u32 },
+}
+
+/// An immutable HNSW index over some entries, with a mutable dead mask.
+struct Segment {
+    id: u64,
+    /// Points and their slots (`map.values[pid]`).
+    map: HnswMap<Embedding, Slot>,
+    /// Dead mask, indexed by point id.
+    dead: Vec<bool>,
+    dead_count: usize,
+}
+
+impl Segment {
+    fn len(&self) -> usize {
+        self.dead.len()
+    }
+
+    fn live(&self) -> usize {
+        self.len() - self.dead_count
+    }
+
+    fn is_live(&self, pid: usize) -> bool {
+        !self.dead.get(pid).copied().unwrap_or(true)
+    }
+
+    /// Exact scan of the live entries accepted by `filter`.
+    fn scan(&self, query: &[f32], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
+        for (pid, point) in self.map.iter() {
+            let pid = pid.into_inner() as usize;
+            if !self.is_live(pid) {
+                continue;
+            }
+            let Some(&slot) = self.map.values.get(pid) else {
+                continue;
+            };
+            if filter(slot) {
+                top.push(slot, dot(query, &point.0));
+            }
+        }
+    }
+}
+
+/// A search candidate.
+#[derive(Debug, Clone, Copy)]
+struct Scored {
+    score: f32,
+    slot: Slot,
+}
+
+impl Scored {
+    /// `Less` when `self` ranks before `other`: higher score first, then lower slot.
+    fn rank(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.slot.cmp(&other.slot))
+    }
+}
+
+impl PartialEq for Scored {
+    fn eq(&self, other: &Self) -> bool {
+        self.rank(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Scored {}
+
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scored {
+    /// Worse candidates are greater, so a max-heap keeps the worst on top.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank(other)
+    }
+}
+
+/// The `k` best candidates seen so far.
+struct TopK {
+    k: usize,
+    heap: BinaryHeap<Scored>,
+}
+
+impl TopK {
+    fn new(k: usize, capacity_hint: usize) -> Self {
+        Self {
+            k,
+            heap: BinaryHeap::with_capacity(k.min(capacity_hint).saturating_add(1)),
+        }
+    }
+
+    fn push(&mut self, slot: Slot, score: f32) {
+        if self.k == 0 {
+            return;
+        }
+        // A NaN score (from a non-finite vector) ranks last.
+        let score = if score.is_nan() {
+            f32::NEG_INFINITY
+        } else {
+            score
+        };
+        let candidate = Scored { score, slot };
+        if self.heap.len() < self.k {
+            self.heap.push(candidate);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if candidate < *worst {
+                *worst = candidate;
+            }
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(Slot, f32)> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|s| (s.slot, s.score))
+            .collect()
+    }
+}
+
+/// The vector index of one lane. Not internally synchronised: wrap it in a `RwLock` (see
+/// [`maintain`]).
+pub struct LaneVectors {
+    dims: usize,
+    config: VectorConfig,
+    lane_id: u64,
+    /// Live entries and where they are stored (authoritative).
+    locations: HashMap<Slot, Location>,
+    /// Tail vectors, `dims` floats per entry.
+    tail_data: Vec<f32>,
+    tail_slots: Vec<Slot>,
+    tail_dead: Vec<bool>,
+    tail_dead_count: usize,
+    /// Incremented whenever a prefix of the tail is drained, which renumbers tail entries.
+    tail_epoch: u64,
+    /// Oldest first.
+    segments: Vec<Segment>,
+    next_segment_id: u64,
+}
+
+/// A snapshot of maintenance work: owned copies of the points to fold or merge.
+pub struct MergeJob {
+    lane_id: u64,
+    ef_construction: usize,
+    ef_search: usize,
+    points: Vec<Embedding>,
+    slots: Vec<Slot>,
+    origins: Vec<Location>,
+    tail_prefix: usize,
+    tail_epoch: u64,
+    segment_ids: Vec<u64>,
+}
+
+/// A segment built from a [`MergeJob`], ready for [`LaneVectors::install`].
+pub struct BuiltSegment {
+    lane_id: u64,
+    map: HnswMap<Embedding, Slot>,
+    /// Where each point came from, indexed by point id.
+    origins: Vec<Location>,
+    tail_prefix: usize,
+    tail_epoch: u64,
+    segment_ids: Vec<u64>,
+}
+
+/// Level of a segment of `points` live points: `floor(log_merge_factor(points / tail_max))`, and
+/// 0 when `points <= tail_max`. `tail_max` is taken as at least 1, `merge_factor` as at least 2.
+pub fn level(points: usize, tail_max: usize, merge_factor: usize) -> u32 {
+    let tail_max = tail_max.max(1);
+    let merge_factor = merge_factor.max(2);
+    let mut level = 0;
+    let mut bound = tail_max;
+    // Largest `level` with `tail_max * merge_factor^level <= points`.
+    while let Some(next) = bound.checked_mul(merge_factor) {
+        if next > points {
+            break;
+        }
+        bound = next;
+        level += 1;
+    }
+    level
+}
+
+impl LaneVectors {
+    /// An empty lane for vectors of `dims` dimensions.
+    pub fn new(dims: usize, config: VectorConfig) -> Self {
+        Self {
+            dims,
+            config,
+            lane_id: NEXT_LANE_ID.fetch_add(1, AtomicOrdering::Relaxed),
+            locations: HashMap::new(),
+            tail_data: Vec::new(),
+            tail_slots: Vec::new(),
+            tail_dead: Vec::new(),
+            tail_dead_count: 0,
+            tail_epoch: 0,
+            segments: Vec::new(),
+            next_segment_id: 0,
+        }
+    }
+
+    /// Dimensions of the lane's vectors.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Adds (or replaces) the vector of `slot`; it goes to the exact tail. The vector should be
+    /// unit length (it is not normalised here).
+    pub fn insert(&mut self, slot: Slot, vector: Vec<f32>) -> Result<(), VectorError> {
+        if vector.len() != self.dims {
+            return Err(VectorError::Dimensions {
+                expected: self.dims,
+                got: vector.len(),
+            });
+        }
+        // Never overwrite in place: a running build may hold the old entry, and install
+        // recognises stale entries by their location.
+        self.remove(slot);
+        let index = self.tail_slots.len() as u32;
+        self.tail_data.extend_from_slice(&vector);
+        self.tail_slots.push(slot);
+        self.tail_dead.push(false);
+        self.locations.insert(slot, Location::Tail(index));
+        Ok(())
+    }
+
+    /// Marks `slot` dead (no-op when unknown). Returns whether it was live.
+    pub fn remove(&mut self, slot: Slot) -> bool {
+        let Some(location) = self.locations.remove(&slot) else {
+            return false;
+        };
+        match location {
+            Location::Tail(index) => {
+                if let Some(dead) = self.tail_dead.get_mut(index as usize) {
+                    if !*dead {
+                        *dead = true;
+                        self.tail_dead_count += 1;
+                    }
+                }
+            }
+            Location::Segment { segment, pid } => {
+                if let Some(position) = self.segment_position(segment) {
+                    let seg = &mut self.segments[position];
+                    if let Some(dead) = seg.dead.get_mut(pid as usize) {
+                        if !*dead {
+                            *dead = true;
+                            seg.dead_count += 1;
+                        }
+                    }
+                    if seg.live() == 0 {
+                        // Nothing left to find: free the memory now.
+                        self.segments.remove(position);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Number of live entries.
+    pub fn live(&self) -> usize {
+        self.locations.len()
+    }
+
+    /// A live slot's vector, wherever it is stored.
+    pub fn get(&self, slot: Slot) -> Option<&[f32]> {
+        match *self.locations.get(&slot)? {
+            Location::Tail(index) => self.tail_vector(index as usize),
+            Location::Segment { segment, pid } => {
+                let seg = &self.segments[self.segment_position(segment)?];
+                // `nth` on the HNSW's slice iterator is O(1) in optimised builds.
+                seg.map
+                    .iter()
+                    .nth(pid as usize)
+                    .map(|(_, point)| &point.0[..])
+            }
+        }
+    }
+
+    /// The `k` nearest live slots with cosine similarity, best first, among those `filter`
+    /// accepts. Exact over the tail; HNSW over each segment. When a segment's HNSW answer has
+    /// fewer than `k` entries that pass `filter` and are live while the segment holds more live
+    /// entries, that segment is scanned exactly instead. Segments no larger than `ef_search` are
+    /// always scanned exactly. Ties are broken by slot. A query of the wrong length finds nothing.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &dyn Fn(Slot) -> bool,
+    ) -> Vec<(Slot, f32)> {
+        if k == 0 || query.len() != self.dims || self.locations.is_empty() {
+            return Vec::new();
+        }
+        let mut top = TopK::new(k, self.live());
+        self.scan_tail(query, filter, &mut top);
+        let point = Embedding(query.into());
+        let mut search = Search::default();
+        let mut found = Vec::new();
+        for seg in &self.segments {
+            if seg.live() == 0 {
+                continue;
+            }
+            if seg.len() <= self.config.ef_search.max(k) {
+                seg.scan(query, filter, &mut top);
+                continue;
+            }
+            found.clear();
+            for item in seg.map.search(&point, &mut search) {
+                let pid = item.pid.into_inner() as usize;
+                let slot = *item.value;
+                if seg.is_live(pid) && filter(slot) {
+                    // Rescore with the same function as the exact paths, for consistent scores.
+                    found.push((slot, dot(query, &item.point.0)));
+                }
+            }
+            if found.len() < k && seg.live() > found.len() {
+                seg.scan(query, filter, &mut top);
+            } else {
+                for &(slot, score) in &found {
+                    top.push(slot, score);
+                }
+            }
+        }
+        top.into_sorted()
+    }
+
+    /// Exact brute force over every live entry accepted by `filter`, best first.
+    pub fn search_exact(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &dyn Fn(Slot) -> bool,
+    ) -> Vec<(Slot, f32)> {
+        if k == 0 || query.len() != self.dims || self.locations.is_empty() {
+            return Vec::new();
+        }
+        let mut top = TopK::new(k, self.live());
+        self.scan_tail(query, filter, &mut top);
+        for seg in &self.segments {
+            seg.scan(query, filter, &mut top);
+        }
+        top.into_sorted()
+    }
+
+    /// Whether maintenance has work: the tail is at least `tail_max` long (dead entries
+    /// included), or `merge_factor` segments share a level.
+    pub fn needs_maintenance(&self) -> bool {
+        self.tail_slots.len() >= self.tail_max() || self.mergeable_segments().is_some()
+    }
+
+    /// Takes a snapshot of the work (owned copies of the points and slots to fold), or `None`.
+    /// Folding a full tail comes first; otherwise the lowest level with `merge_factor` segments
+    /// is merged.
+    pub fn plan(&self) -> Option<MergeJob> {
+        let mut job = MergeJob {
+            lane_id: self.lane_id,
+            ef_construction: self.config.ef_construction.max(1),
+            ef_search: self.config.ef_search.max(1),
+            points: Vec::new(),
+            slots: Vec::new(),
+            origins: Vec::new(),
+            tail_prefix: 0,
+            tail_epoch: self.tail_epoch,
+            segment_ids: Vec::new(),
+        };
+        if self.tail_slots.len() >= self.tail_max() {
+            let live = self.tail_slots.len() - self.tail_dead_count;
+            job.points.reserve_exact(live);
+            job.slots.reserve_exact(live);
+            job.origins.reserve_exact(live);
+            for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
+                if dead {
+                    continue;
+                }
+                let Some(vector) = self.tail_vector(index) else {
+                    continue;
+                };
+                job.points.push(Embedding(vector.into()));
+                job.slots.push(slot);
+                job.origins.push(Location::Tail(index as u32));
+            }
+            job.tail_prefix = self.tail_slots.len();
+            return Some(job);
+        }
+        let chosen = self.mergeable_segments()?;
+        let live: usize = chosen.iter().map(|&i| self.segments[i].live()).sum();
+        job.points.reserve_exact(live);
+        job.slots.reserve_exact(live);
+        job.origins.reserve_exact(live);
+        for &position in &chosen {
+            let seg = &self.segments[position];
+            for (pid, point) in seg.map.iter() {
+                let pid = pid.into_inner();
+                if !seg.is_live(pid as usize) {
+                    continue;
+                }
+                let Some(&slot) = seg.map.values.get(pid as usize) else {
+                    continue;
+                };
+                job.points.push(point.clone());
+                job.slots.push(slot);
+                job.origins.push(Location::Segment {
+                    segment: seg.id,
+                    pid,
+                });
+            }
+            job.segment_ids.push(seg.id);
+        }
+        Some(job)
+    }
+
+    /// Builds the segment of a job: CPU heavy (and parallel, on rayon's pool), to be called
+    /// without holding any lock. Pure function of the job.
+    pub fn build(job: MergeJob) -> BuiltSegment {
+        let MergeJob {
+            lane_id,
+            ef_construction,
+            ef_search,
+            points,
+            slots,
+            origins,
+            tail_prefix,
+            tail_epoch,
+            segment_ids,
+        } = job;
+        // Build with input indices as values, then translate them (HNSW reorders points).
+        let indices: Vec<Slot> = (0..points.len() as u32).collect();
+        let mut map = Builder::default()
+            .ef_construction(ef_construction)
+            .ef_search(ef_search)
+            .seed(BUILD_SEED)
+            .build(points, indices);
+        let order = std::mem::take(&mut map.values);
+        let mut built_origins = Vec::with_capacity(order.len());
+        let mut built_slots = Vec::with_capacity(order.len());
+        for input in order {
+            let input = input as usize;
+            if let (Some(&origin), Some(&slot)) = (origins.get(input), slots.get(input)) {
+                built_origins.push(origin);
+                built_slots.push(slot);
+            }
+        }
+        map.values = built_slots;
+        BuiltSegment {
+            lane_id,
+            map,
+            origins: built_origins,
+            tail_prefix,
+            tail_epoch,
+            segment_ids,
+        }
+    }
+
+    /// Installs a built segment in place of the segments and tail prefix it was built from.
+    /// Entries removed or replaced while the build ran stay removed or keep their newest vector.
+    /// Returns false and changes nothing when the job no longer applies (another install
+    /// changed its sources, or it belongs to another lane).
+    pub fn install(&mut self, built: BuiltSegment) -> bool {
+        if built.lane_id != self.lane_id
+            || built.origins.len() != built.map.values.len()
+            || built.map.iter().count() != built.map.values.len()
+        {
+            return false;
+        }
+        if built.tail_prefix > 0
+            && (built.tail_epoch != self.tail_epoch || built.tail_prefix > self.tail_slots.len())
+        {
+            return false;
+        }
+        let mut positions = Vec::with_capacity(built.segment_ids.len());
+        for &id in &built.segment_ids {
+            match self.segment_position(id) {
+                Some(position) => positions.push(position),
+                None => return false,
+            }
+        }
+
+        // Entries whose location is still the one they were copied from move to the new
+        // segment; the others were removed or replaced meanwhile and are dead in it.
+        let id = self.next_segment_id;
+        self.next_segment_id += 1;
+        let mut dead = vec![false; built.origins.len()];
+        let mut dead_count = 0;
+        for (pid, (origin, &slot)) in built.origins.iter().zip(&built.map.values).enumerate() {
+            match self.locations.get_mut(&slot) {
+                Some(location) if location == origin => {
+                    *location = Location::Segment {
+                        segment: id,
+                        pid: pid as u32,
+                    };
+                }
+                _ => {
+                    dead[pid] = true;
+                    dead_count += 1;
+                }
+            }
+        }
+
+        positions.sort_unstable();
+        for &position in positions.iter().rev() {
+            self.segments.remove(position);
+        }
+
+        if built.tail_prefix > 0 {
+            let prefix = built.tail_prefix;
+            self.tail_data.drain(..prefix * self.dims);
+            self.tail_slots.drain(..prefix);
+            self.tail_dead.drain(..prefix);
+            self.tail_dead_count = self.tail_dead.iter().filter(|&&d| d).count();
+            self.tail_epoch += 1;
+            for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
+                if !dead {
+                    self.locations.insert(slot, Location::Tail(index as u32));
+                }
+            }
+            if self.tail_slots.is_empty() {
+                // Give back the memory of a large fold.
+                self.tail_data = Vec::new();
+                self.tail_slots = Vec::new();
+                self.tail_dead = Vec::new();
+            }
+        }
+
+        if dead_count < dead.len() {
+            self.segments.push(Segment {
+                id,
+                map: built.map,
+                dead,
+                dead_count,
+            });
+        }
+        true
+    }
+
+    /// Counts for logs and benchmarks: (segments, tail length, dead entries).
+    pub fn shape(&self) -> (usize, usize, usize) {
+        let dead = self.tail_dead_count + self.segments.iter().map(|s| s.dead_count).sum::<usize>();
+        (self.segments.len(), self.tail_slots.len(), dead)
+    }
+
+    fn tail_max(&self) -> usize {
+        self.config.tail_max.max(1)
+    }
+
+    fn tail_vector(&self, index: usize) -> Option<&[f32]> {
+        let start = index.checked_mul(self.dims)?;
+        self.tail_data.get(start..start.checked_add(self.dims)?)
+    }
+
+    fn segment_position(&self, id: u64) -> Option<usize> {
+        self.segments.iter().position(|s| s.id == id)
+    }
+
+    fn scan_tail(&self, query: &[f32], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
+        for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
+            if dead || !filter(slot) {
+                continue;
+            }
+            if let Some(vector) = self.tail_vector(index) {
+                top.push(slot, dot(query, vector));
+            }
+        }
+    }
+
+    /// Positions of `merge_factor` segments sharing the lowest level that has that many.
+    fn mergeable_segments(&self) -> Option<Vec<usize>> {
+        let merge_factor = self.config.merge_factor.max(2);
+        let mut by_level: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (position, seg) in self.segments.iter().enumerate() {
+            let level = level(seg.live(), self.config.tail_max, merge_factor);
+            by_level.entry(level).or_default().push(position);
+        }
+        by_level.into_values().find_map(|mut positions| {
+            (positions.len() >= merge_factor).then(|| {
+                positions.truncate(merge_factor);
+                positions
+            })
+        })
+    }
+}
+
+impl std::fmt::Debug for LaneVectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (segments, tail, dead) = self.shape();
+        f.debug_struct("LaneVectors")
+            .field("dims", &self.dims)
+            .field("live", &self.live())
+            .field("segments", &segments)
+            .field("tail", &tail)
+            .field("dead", &dead)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for MergeJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MergeJob")
+            .field("points", &self.points.len())
+            .field("tail_prefix", &self.tail_prefix)
+            .field("segments", &self.segment_ids.len())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for BuiltSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltSegment")
+            .field("points", &self.origins.len())
+            .field("tail_prefix", &self.tail_prefix)
+            .field("segments", &self.segment_ids.len())
+            .finish()
+    }
+}
+
+/// Runs maintenance to completion on a lane behind a `RwLock`: repeatedly plans (under a read
+/// lock), builds (no lock) and installs (under a write lock), until `needs_maintenance()` is
+/// false or installing fails twice in a row. Returns the number of segments built and installed.
+pub fn maintain(lane: &RwLock<LaneVectors>) -> usize {
+    let mut built = 0;
+    let mut failures = 0;
+    loop {
+        let job = {
+            let guard = lane.read().unwrap_or_else(|e| e.into_inner());
+            if !guard.needs_maintenance() {
+                break;
+            }
+            guard.plan()
+        };
+        let Some(job) = job else {
+            break;
+        };
+        let segment = LaneVectors::build(job);
+        let installed = lane
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .install(segment);
+        if installed {
+            built += 1;
+            failures = 0;
+        } else {
+            failures += 1;
+            if failures >= 2 {
+                break;
+            }
+        }
+    }
+    built
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashSet;
+
+    fn unit(rng: &mut StdRng, dims: usize) -> Vec<f32> {
+        loop {
+            let v: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+            let norm = dot(&v, &v).sqrt();
+            if norm > 1e-3 {
+                return v.into_iter().map(|x| x / norm).collect();
+            }
+        }
+    }
+
+    fn small_config() -> VectorConfig {
+        VectorConfig {
+            tail_max: 64,
+            merge_factor: 4,
+            ef_construction: 16,
+            ef_search: 64,
+        }
+    }
+
+    fn all(_: Slot) -> bool {
+        true
+    }
+
+    /// A lane with slots `0..n` in its tail.
+    fn filled(n: u32, dims: usize, seed: u64) -> (LaneVectors, StdRng) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut lane = LaneVectors::new(dims, small_config());
+        add(&mut lane, &mut rng, 0..n);
+        (lane, rng)
+    }
+
+    fn add(lane: &mut LaneVectors, rng: &mut StdRng, slots: std::ops::Range<u32>) {
+        let dims = lane.dims();
+        for slot in slots {
+            lane.insert(slot, unit(rng, dims)).expect("insert");
+        }
+    }
+
+    /// A lane grown like a live one: slots `0..n` inserted in batches of `batch`, with
+    /// maintenance run to completion after each batch.
+    fn grown(n: u32, batch: u32, dims: usize, seed: u64) -> (LaneVectors, StdRng) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut lane = LaneVectors::new(dims, small_config());
+        let mut start = 0;
+        while start < n {
+            let end = (start + batch).min(n);
+            add(&mut lane, &mut rng, start..end);
+            while lane.needs_maintenance() {
+                assert!(step(&mut lane));
+            }
+            start = end;
+        }
+        (lane, rng)
+    }
+
+    /// Runs one plan/build/install round.
+    fn step(lane: &mut LaneVectors) -> bool {
+        match lane.plan() {
+            Some(job) => lane.install(LaneVectors::build(job)),
+            None => false,
+        }
+    }
+
+    #[test]
+    fn level_table() {
+        let cases = [
+            (0, 0),
+            (1, 0),
+            (64, 0),
+            (65, 0),
+            (255, 0),
+            (256, 1),
+            (1023, 1),
+            (1024, 2),
+            (4095, 2),
+            (4096, 3),
+            (usize::MAX, 28),
+        ];
+        for (points, expected) in cases {
+            assert_eq!(level(points, 64, 4), expected, "points {points}");
+        }
+        assert_eq!(level(8, 2, 2), 2);
+        assert_eq!(level(7, 2, 2), 1);
+        assert_eq!(level(100_000, 2048, 4), 2);
+        // Degenerate parameters are clamped rather than looping or dividing by zero.
+        assert_eq!(level(8, 0, 0), 3);
+        assert_eq!(level(8, 1, 1), 3);
+    }
+
+    #[test]
+    fn dot_matches_naive() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for dims in [0, 1, 7, 8, 9, 31, 384] {
+            let a: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+            let b: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
+        }
+    }
+
+    #[test]
+    fn insert_get_remove() {
+        let mut rng = StdRng::seed_from_u64(2);
+        let mut lane = LaneVectors::new(16, VectorConfig::default());
+        assert_eq!(lane.dims(), 16);
+        let a = unit(&mut rng, 16);
+        let b = unit(&mut rng, 16);
+        lane.insert(7, a.clone()).expect("insert");
+        assert_eq!(lane.get(7), Some(&a[..]));
+        assert_eq!(lane.live(), 1);
+        lane.insert(7, b.clone()).expect("replace");
+        assert_eq!(lane.get(7), Some(&b[..]));
+        assert_eq!(lane.live(), 1);
+        assert_eq!(lane.shape(), (0, 2, 1));
+        assert!(lane.remove(7));
+        assert!(!lane.remove(7));
+        assert!(!lane.remove(99));
+        assert_eq!(lane.get(7), None);
+        assert_eq!(lane.live(), 0);
+        assert!(lane.search(&b, 5, &all).is_empty());
+
+        // Vectors stored in segments are read back from the HNSW.
+        let (lane, _) = grown(300, 100, 8, 2);
+        assert!(lane.shape().0 >= 1);
+        let (mut again, _) = filled(300, 8, 2);
+        for slot in 0..300 {
+            assert_eq!(lane.get(slot), again.get(slot), "slot {slot}");
+        }
+        assert!(again.remove(299));
+        assert_eq!(again.get(299), None);
+    }
+
+    #[test]
+    fn wrong_dimensions_is_an_error() {
+        let mut lane = LaneVectors::new(4, VectorConfig::default());
+        let err = lane.insert(1, vec![1.0; 3]).unwrap_err();
+        assert_eq!(
+            err,
+            VectorError::Dimensions {
+                expected: 4,
+                got: 3
+            }
+        );
+        assert_eq!(err.to_string(), "vector has 3 dimensions, expected 4");
+        assert_eq!(lane.live(), 0);
+        // A query of the wrong length finds nothing rather than panicking.
+        lane.insert(1, vec![1.0, 0.0, 0.0, 0.0]).expect("insert");
+        assert!(lane.search(&[1.0, 0.0], 3, &all).is_empty());
+        assert!(lane.search_exact(&[1.0, 0.0], 3, &all).is_empty());
+        assert_eq!(lane.search(&[1.0, 0.0, 0.0, 0.0], 0, &all), vec![]);
+    }
+
+    #[test]
+    fn zero_dimensions_do_not_panic() {
+        let mut lane = LaneVectors::new(0, small_config());
+        for slot in 0..100 {
+            lane.insert(slot, Vec::new()).expect("insert");
+        }
+        let lane = RwLock::new(lane);
+        assert_eq!(maintain(&lane), 1);
+        let lane = lane.into_inner().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(lane.live(), 100);
+        assert_eq!(lane.search(&[], 3, &all).len(), 3);
+        assert_eq!(lane.get(5), Some(&[][..]));
+    }
+
+    #[test]
+    fn search_equals_exact_on_small_data() {
+        // One folded segment (no larger than ef_search: scanned exactly) plus the tail.
+        let (mut lane, mut rng) = filled(64, 16, 3);
+        assert!(step(&mut lane));
+        add(&mut lane, &mut rng, 64..150);
+        assert_eq!(lane.shape(), (1, 86, 0));
+        for _ in 0..20 {
+            let q = unit(&mut rng, 16);
+            assert_eq!(lane.search(&q, 10, &all), lane.search_exact(&q, 10, &all));
+        }
+        let q = unit(&mut rng, 16);
+        let everything = lane.search(&q, 1000, &all);
+        assert_eq!(everything.len(), 150);
+        assert!(everything.windows(2).all(|w| w[0].1 >= w[1].1));
+        assert_eq!(everything, lane.search_exact(&q, 1000, &all));
+    }
+
+    #[test]
+    fn ties_are_broken_by_slot() {
+        let mut lane = LaneVectors::new(2, VectorConfig::default());
+        for slot in [5, 3, 9, 1] {
+            lane.insert(slot, vec![1.0, 0.0]).expect("insert");
+        }
+        let found: Vec<Slot> = lane
+            .search(&[1.0, 0.0], 3, &all)
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(found, vec![1, 3, 5]);
+    }
+
+    #[test]
+    fn search_never_returns_removed_slots() {
+        let (mut lane, mut rng) = grown(600, 200, 16, 4);
+        assert!(lane.shape().0 >= 2, "shape {:?}", lane.shape());
+        let mut removed = HashSet::new();
+        for slot in (0..600).step_by(3) {
+            assert!(lane.remove(slot));
+            removed.insert(slot);
+        }
+        assert_eq!(lane.live(), 400);
+        for _ in 0..20 {
+            let q = unit(&mut rng, 16);
+            let found = lane.search(&q, 20, &all);
+            assert_eq!(found.len(), 20);
+            assert!(found.iter().all(|(s, _)| !removed.contains(s)));
+        }
+        // Every live slot is findable by its own vector.
+        for slot in (0..600).filter(|s| !removed.contains(s)) {
+            let v = lane.get(slot).expect("live").to_vec();
+            let found = lane.search(&v, 1, &all);
+            assert_eq!(found.first().map(|r| r.0), Some(slot));
+        }
+        // After merging, the dead entries are gone for good.
+        let lock = RwLock::new(lane);
+        maintain(&lock);
+        let lane = lock.into_inner().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..5 {
+            let q = unit(&mut rng, 16);
+            let found = lane.search(&q, 400, &all);
+            assert_eq!(found.len(), 400);
+            assert!(found.iter().all(|(s, _)| !removed.contains(s)));
+        }
+    }
+
+    #[test]
+    fn recall_after_maintenance() {
+        let (lane, mut rng) = grown(1000, 500, 32, 5);
+        assert!(!lane.needs_maintenance());
+        let (segments, tail, dead) = lane.shape();
+        assert!(segments >= 2, "shape {:?}", lane.shape());
+        assert!(tail < 64);
+        assert_eq!(dead, 0);
+        assert_eq!(lane.live(), 1000);
+        let mut hits = 0;
+        for _ in 0..50 {
+            let q = unit(&mut rng, 32);
+            let exact: HashSet<Slot> = lane
+                .search_exact(&q, 10, &all)
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+            let approx = lane.search(&q, 10, &all);
+            assert_eq!(approx.len(), 10);
+            hits += approx.iter().filter(|r| exact.contains(&r.0)).count();
+        }
+        let recall = hits as f64 / 500.0;
+        assert!(recall >= 0.95, "recall {recall}");
+    }
+
+    #[test]
+    fn replace_and_remove_during_build_keep_newest_state() {
+        let (mut lane, mut rng) = filled(64, 8, 6);
+        let job = lane.plan().expect("tail is full");
+        let built = LaneVectors::build(job);
+        // Meanwhile: replace slot 1, remove slot 2, add slot 100.
+        let newer = unit(&mut rng, 8);
+        lane.insert(1, newer.clone()).expect("replace");
+        assert!(lane.remove(2));
+        let extra = unit(&mut rng, 8);
+        lane.insert(100, extra.clone()).expect("insert");
+        assert!(lane.install(built));
+
+        assert_eq!(lane.get(1), Some(&newer[..]));
+        assert_eq!(lane.get(2), None);
+        assert_eq!(lane.get(100), Some(&extra[..]));
+        assert_eq!(lane.live(), 64);
+        // The segment holds 64 points, 1 and 2 dead; the tail holds the new 1 and 100.
+        assert_eq!(lane.shape(), (1, 2, 2));
+        let found = lane.search(&newer, 64, &all);
+        assert_eq!(found.len(), 64);
+        assert_eq!(found.iter().filter(|r| r.0 == 1).count(), 1);
+        assert!(found.iter().all(|r| r.0 != 2));
+        assert_eq!(found[0].0, 1);
+        assert!((found[0].1 - 1.0).abs() < 1e-5);
+        for slot in 0..64u32 {
+            if let Some(v) = lane.get(slot) {
+                let hit = lane.search(v, 1, &all);
+                assert_eq!(hit[0].0, slot);
+            }
+        }
+        // Folding again moves the newest vector of slot 1 into a segment.
+        add(&mut lane, &mut rng, 200..262);
+        let lock = RwLock::new(lane);
+        maintain(&lock);
+        let lane = lock.into_inner().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(lane.get(1), Some(&newer[..]));
+        assert_eq!(lane.shape().1, 0);
+    }
+
+    #[test]
+    fn merge_during_changes_keeps_newest_state() {
+        let (mut lane, mut rng) = segments_of_64(4, 7);
+        assert_eq!(lane.shape(), (4, 0, 0));
+        assert!(lane.needs_maintenance());
+        let job = lane.plan().expect("four level-0 segments");
+        let built = LaneVectors::build(job);
+        let newer = unit(&mut rng, 8);
+        lane.insert(10, newer.clone()).expect("replace");
+        assert!(lane.remove(200));
+        assert!(lane.install(built));
+        assert_eq!(lane.shape(), (1, 1, 2));
+        assert_eq!(lane.get(10), Some(&newer[..]));
+        assert_eq!(lane.get(200), None);
+        assert_eq!(lane.live(), 255);
+        let found = lane.search(&newer, 300, &all);
+        assert_eq!(found.len(), 255);
+        assert_eq!(found[0].0, 10);
+        assert_eq!(found, lane.search_exact(&newer, 300, &all));
+    }
+
+    #[test]
+    fn stale_job_is_refused() {
+        let (mut lane, _) = segments_of_64(4, 8);
+        let first = LaneVectors::build(lane.plan().expect("merge"));
+        let second = LaneVectors::build(lane.plan().expect("merge"));
+        assert!(lane.install(first));
+        let shape = lane.shape();
+        assert_eq!(shape, (1, 0, 0));
+        assert!(!lane.install(second));
+        assert_eq!(lane.shape(), shape);
+        assert_eq!(lane.live(), 256);
+
+        // A tail fold planned before another fold is stale too.
+        let (mut lane, _) = filled(64, 8, 9);
+        let first = LaneVectors::build(lane.plan().expect("fold"));
+        let second = LaneVectors::build(lane.plan().expect("fold"));
+        assert!(lane.install(first));
+        assert!(!lane.install(second));
+        assert_eq!(lane.shape(), (1, 0, 0));
+
+        // A segment merged away by a removal is refused.
+        let (mut lane, _) = segments_of_64(4, 10);
+        let job = LaneVectors::build(lane.plan().expect("merge"));
+        for slot in 0..64 {
+            lane.remove(slot);
+        }
+        assert_eq!(lane.shape(), (3, 0, 0));
+        assert!(!lane.install(job));
+        assert_eq!(lane.live(), 192);
+
+        // A job from another lane is refused.
+        let (other, _) = filled(64, 8, 11);
+        let foreign = LaneVectors::build(other.plan().expect("fold"));
+        let (mut lane, _) = filled(64, 8, 11);
+        assert!(!lane.install(foreign));
+        assert_eq!(lane.shape(), (0, 64, 0));
+        assert!(other.plan().is_some());
+    }
+
+    /// A lane with `count` level-0 segments of 64 entries each, not yet merged.
+    fn segments_of_64(count: u32, seed: u64) -> (LaneVectors, StdRng) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut lane = LaneVectors::new(8, small_config());
+        for i in 0..count {
+            add(&mut lane, &mut rng, i * 64..(i + 1) * 64);
+            assert!(step(&mut lane));
+        }
+        (lane, rng)
+    }
+
+    #[test]
+    fn restrictive_filter_returns_all_matches() {
+        let (lane, mut rng) = grown(600, 200, 16, 12);
+        let wanted: HashSet<Slot> = [3, 250, 411, 477, 599].into_iter().collect();
+        let filter = |s: Slot| wanted.contains(&s);
+        for _ in 0..5 {
+            let q = unit(&mut rng, 16);
+            let found = lane.search(&q, 10, &filter);
+            let slots: HashSet<Slot> = found.iter().map(|r| r.0).collect();
+            assert_eq!(slots, wanted);
+            assert_eq!(found, lane.search_exact(&q, 10, &filter));
+        }
+    }
+
+    #[test]
+    fn shape_reflects_folding() {
+        let (mut lane, _) = filled(100, 8, 13);
+        assert_eq!(lane.shape(), (0, 100, 0));
+        assert!(lane.needs_maintenance());
+        lane.remove(0);
+        lane.remove(99);
+        assert_eq!(lane.shape(), (0, 100, 2));
+        assert!(step(&mut lane));
+        // The whole tail was folded; its dead entries were dropped.
+        assert_eq!(lane.shape(), (1, 0, 0));
+        assert_eq!(lane.live(), 98);
+        assert!(!lane.needs_maintenance());
+        assert!(lane.plan().is_none());
+    }
+
+    #[test]
+    fn fully_removed_segment_is_dropped() {
+        let (mut lane, _) = filled(64, 8, 14);
+        assert!(step(&mut lane));
+        assert_eq!(lane.shape(), (1, 0, 0));
+        for slot in 0..64 {
+            assert!(lane.remove(slot));
+        }
+        assert_eq!(lane.shape(), (0, 0, 0));
+        assert_eq!(lane.live(), 0);
+    }
+
+    #[test]
+    fn maintain_completes() {
+        let (lane, mut rng) = segments_of_64(4, 15);
+        let lane = RwLock::new(lane);
+        {
+            let mut guard = lane.write().unwrap_or_else(|e| e.into_inner());
+            assert!(guard.needs_maintenance());
+            add(&mut guard, &mut rng, 1000..1100);
+        }
+        // Fold the tail, then merge the five level-0 segments' first four.
+        assert_eq!(maintain(&lane), 2);
+        assert_eq!(maintain(&lane), 0);
+        let lane = lane.into_inner().unwrap_or_else(|e| e.into_inner());
+        assert!(!lane.needs_maintenance());
+        assert_eq!(lane.live(), 356);
+        assert_eq!(lane.shape(), (2, 0, 0));
+        for slot in [0, 255, 1000, 1099] {
+            assert!(lane.get(slot).is_some());
+        }
+    }
+
+    #[test]
+    fn lane_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<LaneVectors>();
+        check::<MergeJob>();
+        check::<BuiltSegment>();
+        let (lane, _) = filled(3, 4, 16);
+        assert!(format!("{lane:?}").contains("live: 3"));
+        assert!(format!("{:?}", lane.plan()).contains("None"));
+    }
+}

@@ -1,0 +1,183 @@
+//! `GET /api/memories/search`: hybrid retrieval over one lane.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::{
+    chars, comma_list, embed_error, int_param, lane, parse_category, search_error, MemoryListItem,
+    MemoryService, MAX_PROJECT_CHARS,
+};
+use crate::error::{Error, Result};
+use crate::model::{now, to_micros, NO_PROJECT};
+use crate::search::{Filter, Mode, Query};
+use crate::services::{admit, Caller};
+use memvault_actors::EndpointClass;
+
+pub const MAX_QUERY_CHARS: usize = 1_000;
+pub const DEFAULT_SEARCH_LIMIT: i64 = 10;
+pub const MAX_SEARCH_LIMIT: i64 = 50;
+
+/// Query of `GET /api/memories/search`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// What to look for, 1 to 1,000 characters.
+    pub q: Option<String>,
+    /// Results wanted, 1 to 50 (default 10).
+    pub limit: Option<String>,
+    /// The lane; omitted = unscoped memories only. A hard wall.
+    pub scope: Option<String>,
+    /// Comma-separated projects; `__memvault_no_project__` selects memories without one.
+    pub project: Option<String>,
+    /// Comma-separated categories.
+    pub category: Option<String>,
+    /// `hybrid` (default: keywords and meaning fused), `keyword` (BM25 only) or `semantic`
+    /// (vectors only).
+    pub mode: Option<String>,
+    pub workspace_id: Option<Uuid>,
+}
+
+/// A search result: the memory as listed, with its relevance.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    #[serde(flatten)]
+    pub memory: MemoryListItem,
+    /// Relevance in [0, 1]: higher is better.
+    pub score: f32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SearchResults {
+    /// Best first.
+    pub results: Vec<SearchHit>,
+    /// How many results are returned.
+    pub total: i64,
+}
+
+impl MemoryService {
+    /// `GET /api/memories/search`.
+    pub async fn search(&self, caller: &Caller, params: SearchParams) -> Result<SearchResults> {
+        admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
+        caller.check_workspace(params.workspace_id)?;
+        let lane = lane(caller, params.scope.as_deref())?;
+        let q = params
+            .q
+            .as_deref()
+            .map(str::trim)
+            .ok_or_else(|| Error::validation("q", "is required"))?;
+        if q.is_empty() {
+            return Err(Error::validation("q", "must not be empty"));
+        }
+        if chars(q) > MAX_QUERY_CHARS {
+            return Err(Error::validation(
+                "q",
+                format!("must be at most {MAX_QUERY_CHARS} characters"),
+            ));
+        }
+        let limit = int_param(
+            "limit",
+            params.limit.as_deref(),
+            DEFAULT_SEARCH_LIMIT,
+            1,
+            MAX_SEARCH_LIMIT,
+        )? as usize;
+        let categories = comma_list(params.category.as_deref())
+            .map(parse_category)
+            .collect::<Result<Vec<_>>>()?;
+        let projects = comma_list(params.project.as_deref())
+            .map(|p| {
+                if p == NO_PROJECT {
+                    Ok(String::new())
+                } else if chars(p) > MAX_PROJECT_CHARS {
+                    Err(Error::validation(
+                        "project",
+                        format!("must be at most {MAX_PROJECT_CHARS} characters"),
+                    ))
+                } else {
+                    Ok(p.to_string())
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mode = match params.mode.as_deref().map(str::trim) {
+            None | Some("") => Mode::Hybrid,
+            Some(value) => Mode::parse(value).ok_or_else(|| {
+                Error::validation(
+                    "mode",
+                    format!("'{value}' is not one of hybrid, keyword, semantic"),
+                )
+            })?,
+        };
+
+        let at = now();
+        let vector = match mode {
+            Mode::Keyword => None,
+            Mode::Hybrid | Mode::Semantic => {
+                Some(self.embeddings.embed_query(q).await.map_err(embed_error)?)
+            }
+        };
+        let engine = self.engine.clone();
+        let fusion = self.tuning.fusion;
+        let text = q.to_string();
+        let filter = Filter {
+            projects,
+            categories,
+            now_micros: to_micros(at),
+        };
+        let search_lane = lane.clone();
+        let index_filter = filter.clone();
+        // Ranking is CPU work (an exact scan of a lane's newest vectors among it): off the
+        // async workers.
+        let hits = tokio::task::spawn_blocking(move || {
+            engine.search(
+                &search_lane,
+                &Query {
+                    text: &text,
+                    vector: vector.as_deref().map(Vec::as_slice),
+                    mode,
+                    fusion,
+                    filter: index_filter,
+                    limit,
+                },
+            )
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("search task failed: {e}")))?
+        .map_err(search_error)?;
+
+        // The database has the last word: only current, live memories that still pass the
+        // filters are returned.
+        let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
+        let mut found: HashMap<Uuid, _> = self
+            .store
+            .current_memories_by_ids(&lane, &ids)
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m))
+            .collect();
+        let results: Vec<SearchHit> = hits
+            .iter()
+            .filter_map(|hit| {
+                let memory = found.remove(&hit.id)?;
+                let passes = !memory.flagged_wrong
+                    && !memory.is_expired(at)
+                    && (filter.projects.is_empty() || filter.projects.contains(&memory.project))
+                    && (filter.categories.is_empty()
+                        || filter.categories.contains(&memory.category));
+                passes.then(|| SearchHit {
+                    memory: MemoryListItem::from(&memory),
+                    score: hit.score,
+                })
+            })
+            .take(limit)
+            .collect();
+        Ok(SearchResults {
+            total: results.len() as i64,
+            results,
+        })
+    }
+}

@@ -1,0 +1,524 @@
+//! Retrieval with the real embedding model: search by meaning and by rare terms, scope walls,
+//! exclusions, near-duplicates, automatic supersession, the long-note path.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, json_of, spawn_app, TestApp};
+
+/// Saves and returns `(status, memory)` of the 201 answer.
+async fn save_status(app: &TestApp, body: Value) -> (String, Value) {
+    let (status, json) = json_of(app.send_json(Method::POST, "/api/memories", &body).await).await;
+    assert_eq!(status, 201, "save failed: {json}");
+    (
+        json["status"].as_str().unwrap().to_string(),
+        json["memory"].clone(),
+    )
+}
+
+async fn search(app: &TestApp, query: &str) -> Vec<Value> {
+    let path = format!("/api/memories/search?{query}");
+    let (status, body) = app.get_json(&path).await;
+    assert_eq!(status, 200, "search failed: {body}");
+    let results = body["results"].as_array().unwrap().clone();
+    assert_eq!(body["total"], results.len());
+    let scores: Vec<f64> = results
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(
+        scores.iter().all(|s| (0.0..=1.0).contains(s)),
+        "scores {scores:?}"
+    );
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "best first: {scores:?}"
+    );
+    results
+}
+
+fn contents(results: &[Value]) -> Vec<&str> {
+    results
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect()
+}
+
+fn q(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+const FACTS: &[&str] = &[
+    "I moved to Berlin last spring.",
+    "My favourite food is ramen.",
+    "The staging deploy key is ZX-4471.",
+    "We use PostgreSQL for the billing service.",
+    "My daughter plays the violin.",
+    "Standup is at 9:30 every weekday.",
+];
+
+#[tokio::test]
+async fn search_finds_by_meaning_and_by_rare_terms() {
+    let app = spawn_app().await;
+    for fact in FACTS {
+        app.save(fact, json!({})).await;
+    }
+    let by_meaning = search(&app, &format!("q={}", q("what city do I live in"))).await;
+    assert_eq!(
+        by_meaning[0]["content"],
+        FACTS[0],
+        "{:?}",
+        contents(&by_meaning)
+    );
+    let music = search(
+        &app,
+        &format!("q={}", q("which instrument does my kid play")),
+    )
+    .await;
+    assert_eq!(music[0]["content"], FACTS[4], "{:?}", contents(&music));
+    let rare = search(&app, "q=ZX-4471").await;
+    assert_eq!(rare[0]["content"], FACTS[2], "{:?}", contents(&rare));
+    let keyword = search(&app, "q=billing&mode=keyword").await;
+    assert_eq!(contents(&keyword), vec![FACTS[3]]);
+    let semantic = search(&app, &format!("q={}&mode=semantic&limit=2", q("database"))).await;
+    assert_eq!(semantic.len(), 2);
+    assert_eq!(semantic[0]["content"], FACTS[3]);
+    // The list item's fields come with the score.
+    for field in [
+        "id",
+        "content",
+        "source",
+        "createdAt",
+        "category",
+        "version",
+    ] {
+        assert!(rare[0].get(field).is_some(), "missing {field}");
+    }
+}
+
+#[tokio::test]
+async fn search_never_crosses_a_scope_or_a_workspace() {
+    let app = spawn_app().await;
+    app.save(
+        "The launch codename is Bluebird.",
+        json!({"scope": "team-a"}),
+    )
+    .await;
+    app.save(
+        "The launch codename is Redwing.",
+        json!({"scope": "team-b"}),
+    )
+    .await;
+    app.save("The launch codename is Greenfinch.", json!({}))
+        .await;
+    let a = search(&app, "q=launch%20codename&scope=team-a").await;
+    assert_eq!(contents(&a), vec!["The launch codename is Bluebird."]);
+    let unscoped = search(&app, "q=launch%20codename").await;
+    assert_eq!(
+        contents(&unscoped),
+        vec!["The launch codename is Greenfinch."]
+    );
+    let none = search(&app, "q=launch%20codename&scope=team-c").await;
+    assert!(none.is_empty());
+
+    let (_, other_key) = app.other_workspace(None).await;
+    let response = app
+        .client
+        .get(app.url("/api/memories/search?q=launch%20codename&scope=team-a"))
+        .header("X-API-Key", other_key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 200);
+    assert!(body["results"].as_array().unwrap().is_empty(), "{body}");
+}
+
+#[tokio::test]
+async fn search_filters_by_project_and_category() {
+    let app = spawn_app().await;
+    app.save(
+        "Tea is my morning drink.",
+        json!({"project": "home", "category": "preference"}),
+    )
+    .await;
+    app.save(
+        "Tea breaks happen at four.",
+        json!({"project": "work", "category": "fact"}),
+    )
+    .await;
+    app.save(
+        "Tea with lemon when ill.",
+        json!({"category": "preference"}),
+    )
+    .await;
+    let home = search(&app, "q=tea&project=home").await;
+    assert_eq!(contents(&home), vec!["Tea is my morning drink."]);
+    let no_project = search(&app, "q=tea&project=__memvault_no_project__").await;
+    assert_eq!(contents(&no_project), vec!["Tea with lemon when ill."]);
+    let preferences = search(&app, "q=tea&category=preference").await;
+    assert_eq!(preferences.len(), 2);
+}
+
+#[tokio::test]
+async fn search_excludes_deleted_superseded_expired_and_wrong_memories() {
+    let app = spawn_app().await;
+    let deleted = app
+        .save("The orchid needs water on Sundays.", json!({}))
+        .await;
+    let old = app
+        .save("The orchid sits on the kitchen shelf.", json!({}))
+        .await;
+    let expired = app.save("The orchid is blooming purple.", json!({})).await;
+    let wrong = app.save("The orchid came from Madeira.", json!({})).await;
+    let kept = app
+        .save("The orchid was a gift from Lena.", json!({}))
+        .await;
+
+    let id = |m: &Value| m["id"].as_str().unwrap().to_string();
+    let response = app
+        .send(Method::DELETE, &format!("/api/memories/{}", id(&deleted)))
+        .await;
+    assert_eq!(response.status(), 200);
+    let (status, _) = save_status(
+        &app,
+        json!({"content": "The orchid sits on the bedroom windowsill.", "supersedes": id(&old)}),
+    )
+    .await;
+    assert_eq!(status, "superseded");
+    for (memory, rating) in [(&expired, "outdated"), (&wrong, "wrong")] {
+        let response = app
+            .send_json(
+                Method::POST,
+                &format!("/api/memories/{}/feedback", id(memory)),
+                &json!({"rating": rating}),
+            )
+            .await;
+        assert_eq!(response.status(), 200);
+    }
+    let found = search(&app, "q=orchid&limit=50").await;
+    let mut found = contents(&found);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            "The orchid sits on the bedroom windowsill.",
+            "The orchid was a gift from Lena."
+        ]
+    );
+    let _ = kept;
+}
+
+#[tokio::test]
+async fn feedback_moves_rankings() {
+    let app = spawn_app().await;
+    let a = app.save("Coffee order: flat white.", json!({})).await;
+    let b = app.save("Coffee order: cortado.", json!({})).await;
+    let rate = |memory: &Value, rating: &'static str| {
+        let path = format!("/api/memories/{}/feedback", memory["id"].as_str().unwrap());
+        let app = &app;
+        async move {
+            let response = app
+                .send_json(Method::POST, &path, &json!({"rating": rating}))
+                .await;
+            assert_eq!(response.status(), 200);
+        }
+    };
+    for _ in 0..3 {
+        rate(&a, "not_helpful").await;
+        rate(&b, "helpful").await;
+    }
+    let results = search(&app, "q=coffee%20order").await;
+    assert_eq!(results[0]["id"], b["id"], "{:?}", contents(&results));
+}
+
+#[tokio::test]
+async fn search_validates_its_parameters() {
+    let app = spawn_app().await;
+    for (path, field) in [
+        ("/api/memories/search", "q"),
+        ("/api/memories/search?q=", "q"),
+        ("/api/memories/search?q=a&limit=0", "limit"),
+        ("/api/memories/search?q=a&limit=51", "limit"),
+        ("/api/memories/search?q=a&limit=ten", "limit"),
+        ("/api/memories/search?q=a&mode=fuzzy", "mode"),
+        ("/api/memories/search?q=a&category=mood", "category"),
+    ] {
+        assert_error(app.send(Method::GET, path).await, 400, field).await;
+    }
+    let long = "x".repeat(1_001);
+    let response = app
+        .send(Method::GET, &format!("/api/memories/search?q={long}"))
+        .await;
+    assert_error(response, 400, "q").await;
+    let scope = "s".repeat(201);
+    let response = app
+        .send(
+            Method::GET,
+            &format!("/api/memories/search?q=a&scope={scope}"),
+        )
+        .await;
+    assert_error(response, 400, "scope").await;
+}
+
+#[tokio::test]
+async fn near_duplicates_return_the_existing_memory() {
+    let app = spawn_app().await;
+    let (status, first) = save_status(
+        &app,
+        json!({"content": "I prefer dark mode in my code editor.", "project": "ui"}),
+    )
+    .await;
+    assert_eq!(status, "created");
+    let (status, again) = save_status(
+        &app,
+        json!({"content": "i prefer dark mode in my code-editor", "project": "ui"}),
+    )
+    .await;
+    assert_eq!(status, "duplicate");
+    assert_eq!(again["id"], first["id"]);
+    // Another project is another lane for dedup; different numbers are different memories.
+    let (status, _) = save_status(
+        &app,
+        json!({"content": "I prefer dark mode in my code editor.", "project": "other"}),
+    )
+    .await;
+    assert_eq!(status, "created");
+    let (a, _) = save_status(
+        &app,
+        json!({"content": "Ticket 1041 is about the login page."}),
+    )
+    .await;
+    let (b, _) = save_status(
+        &app,
+        json!({"content": "Ticket 1042 is about the login page."}),
+    )
+    .await;
+    assert_eq!((a.as_str(), b.as_str()), ("created", "created"));
+    let (_, list) = app.get_json("/api/memories?project=ui").await;
+    assert_eq!(list["total"], 1);
+}
+
+#[tokio::test]
+async fn an_updated_fact_supersedes_the_old_one_without_being_asked() {
+    let app = spawn_app().await;
+    let (_, paris) = save_status(&app, json!({"content": "I live in Paris."})).await;
+    let (status, berlin) = save_status(&app, json!({"content": "I live in Berlin."})).await;
+    assert_eq!(status, "superseded");
+    assert_eq!(berlin["version"], 2);
+    assert_eq!(berlin["supersedesId"], paris["id"]);
+    let (status, _) = save_status(&app, json!({"content": "I like Paris in spring."})).await;
+    assert_eq!(status, "created");
+
+    let (status, tuesday) = save_status(&app, json!({"content": "Deploys are on Tuesday."})).await;
+    assert_eq!(status, "created");
+    let (status, thursday) =
+        save_status(&app, json!({"content": "Deploys are on Thursday."})).await;
+    assert_eq!(status, "superseded");
+    assert_eq!(thursday["rootId"], tuesday["id"]);
+
+    let results = search(&app, &format!("q={}", q("where do I live"))).await;
+    let found = contents(&results);
+    assert!(found.contains(&"I live in Berlin."), "{found:?}");
+    assert!(!found.contains(&"I live in Paris."), "{found:?}");
+    let (_, history) = app
+        .get_json(&format!(
+            "/api/memories/{}/history",
+            berlin["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(history["history"][0]["content"], "I live in Paris.");
+}
+
+#[tokio::test]
+async fn saves_without_a_category_get_one_inferred() {
+    let app = spawn_app().await;
+    let preference = app.save("I prefer tabs over spaces.", json!({})).await;
+    assert_eq!(preference["category"], "preference");
+    let decision = app
+        .save("We decided to ship the beta on Friday.", json!({}))
+        .await;
+    assert_eq!(decision["category"], "decision");
+    let given = app
+        .save(
+            "I prefer tabs over spaces in Go.",
+            json!({"category": "fact"}),
+        )
+        .await;
+    assert_eq!(given["category"], "fact");
+}
+
+/// Polls a job until it is finished.
+async fn finished_job(app: &TestApp, job_id: &str) -> Value {
+    for _ in 0..200 {
+        let (status, job) = app.get_json(&format!("/api/memories/jobs/{job_id}")).await;
+        assert_eq!(status, 200, "{job}");
+        if job["finishedAt"].is_string() {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("job {job_id} did not finish");
+}
+
+fn long_note() -> String {
+    let mut note = String::from(
+        "Notes from the planning meeting. Maria Lopez leads the mobile team. She wants the \
+         release in March. We decided to drop support for Android 9. The backend team uses \
+         Go and PostgreSQL. Um, okay. Our standup moves to 10:00 starting next week. ",
+    );
+    while note.chars().count() <= 1_000 {
+        note.push_str("The design review for the onboarding flow happens every second Thursday. ");
+    }
+    note
+}
+
+#[tokio::test]
+async fn a_long_note_becomes_atomic_memories_through_a_job() {
+    let app = spawn_app().await;
+    let (status, accepted) = json_of(
+        app.send_json(
+            Method::POST,
+            "/api/memories",
+            &json!({"content": long_note(), "scope": "planning", "project": "q1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    assert!(accepted["message"].as_str().unwrap().contains("atomic"));
+    let job = finished_job(&app, accepted["jobId"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "completed", "{job}");
+    let parts = job["memories"].as_array().unwrap();
+    assert!(parts.len() >= 6, "{job}");
+    let texts: Vec<&str> = parts
+        .iter()
+        .map(|p| p["memory"]["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("Maria Lopez leads the mobile team")),
+        "{texts:?}"
+    );
+    // The subject is carried into the sentence that leaned on the previous one.
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("Maria") && t.contains("March")),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.to_lowercase().starts_with("um")),
+        "{texts:?}"
+    );
+    // The repeated sentence is saved once.
+    let repeats = parts
+        .iter()
+        .filter(|p| p["content"].as_str().unwrap().contains("design review"))
+        .count();
+    assert!(repeats >= 1);
+    let (_, list) = app.get_json("/api/memories?scope=planning&limit=100").await;
+    let distinct: std::collections::HashSet<&str> = parts
+        .iter()
+        .map(|p| p["memory"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(list["total"], distinct.len());
+    assert!(parts.iter().all(|p| p["memory"]["project"] == "q1"));
+    // They are searchable.
+    let found = search(&app, "q=android&scope=planning").await;
+    assert!(contents(&found)[0].contains("Android 9"));
+    // Another workspace cannot see the job.
+    let (_, other_key) = app.other_workspace(None).await;
+    let response = app
+        .client
+        .get(app.url(&format!(
+            "/api/memories/jobs/{}",
+            accepted["jobId"].as_str().unwrap()
+        )))
+        .header("X-API-Key", other_key)
+        .send()
+        .await
+        .unwrap();
+    assert_error(response, 404, "job").await;
+}
+
+#[tokio::test]
+async fn an_unfinished_job_finishes_after_a_restart() {
+    use memvault::model::JobRecord;
+    let app = spawn_app().await;
+    // A job as a server that stopped before running it left it.
+    let at = chrono::Utc::now();
+    let id = uuid::Uuid::now_v7();
+    let request = json!({
+        "content": long_note(), "category": null, "project": "", "validFrom": null,
+        "validUntil": null, "source": "api"
+    });
+    app.store
+        .insert_job(&JobRecord {
+            id,
+            workspace_id: app.workspace_id,
+            user_id: "key:test".to_string(),
+            scope: "resumed".to_string(),
+            state: "queued".to_string(),
+            request: request.to_string(),
+            result: None,
+            error: None,
+            attempts: 0,
+            created_at: at,
+            updated_at: at,
+            finished_at: None,
+        })
+        .await
+        .unwrap();
+    let app = app.restart().await;
+    let job = finished_job(&app, &id.to_string()).await;
+    assert_eq!(job["state"], "completed", "{job}");
+    assert_eq!(job["attempts"], 1);
+    let (_, list) = app.get_json("/api/memories?scope=resumed&limit=100").await;
+    assert!(list["total"].as_i64().unwrap() >= 6, "{list}");
+}
+
+#[tokio::test]
+async fn indexes_are_rebuilt_from_the_database_at_start_up() {
+    let app = spawn_app().await;
+    for fact in FACTS {
+        app.save(fact, json!({"scope": "rebuild"})).await;
+    }
+    let gone = app
+        .save(
+            "The spare key is under the blue pot.",
+            json!({"scope": "rebuild"}),
+        )
+        .await;
+    let response = app
+        .send(
+            Method::DELETE,
+            &format!(
+                "/api/memories/{}?scope=rebuild",
+                gone["id"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let app = app.restart().await;
+    let results = search(
+        &app,
+        &format!("q={}&scope=rebuild", q("what city do I live in")),
+    )
+    .await;
+    assert_eq!(results[0]["content"], FACTS[0]);
+    let key = search(
+        &app,
+        "q=spare%20key%20blue%20pot&scope=rebuild&mode=keyword",
+    )
+    .await;
+    assert!(
+        !contents(&key).iter().any(|c| c.contains("spare key")),
+        "{:?}",
+        contents(&key)
+    );
+    assert_eq!(contents(&key), vec![FACTS[2]]);
+}
