@@ -1,6 +1,9 @@
 //! The command line: `memvault serve` and the `admin` commands (JSON on stdout, logs on
 //! stderr).
 
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -8,8 +11,9 @@ use uuid::Uuid;
 
 use crate::config::Settings;
 use crate::model::Plan;
+use crate::services::memories::export;
 use crate::services::AccountsService;
-use crate::startup::{shutdown_signal, Application};
+use crate::startup::{shutdown_signal, Application, Overrides};
 use crate::storage;
 
 #[derive(Debug, Parser)]
@@ -50,6 +54,24 @@ pub enum Admin {
         #[arg(long)]
         plan: Plan,
     },
+    /// Load memories from a JSON-lines file (one memory per line; `content` required) through
+    /// the save path: dedup, supersession, batched embedding. Prints a report.
+    Import {
+        #[arg(long)]
+        workspace: Uuid,
+        /// The file to read (`-` for stdin).
+        file: PathBuf,
+    },
+    /// Write every memory of a workspace, with its history, as JSON lines.
+    Export {
+        #[arg(long)]
+        workspace: Uuid,
+        /// Where to write (default: stdout).
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Re-embed every current memory with the configured model (after a model change).
+    Reembed,
 }
 
 pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
@@ -58,6 +80,70 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             tracing::info!(config = %settings.redacted(), "effective configuration");
             let app = Application::build(&settings).await?;
             app.run_until(shutdown_signal()).await
+        }
+        Command::Admin(Admin::Import { workspace, file }) => {
+            let app = offline_app(&settings, false).await?;
+            let input: Box<dyn BufRead + Send> = if file.as_os_str() == "-" {
+                Box::new(std::io::BufReader::new(std::io::stdin()))
+            } else {
+                Box::new(std::io::BufReader::new(
+                    std::fs::File::open(&file)
+                        .with_context(|| format!("cannot open {}", file.display()))?,
+                ))
+            };
+            let terminal = std::io::stderr().is_terminal();
+            let started = std::time::Instant::now();
+            let report = app
+                .memories()
+                .import(workspace, input, |done| {
+                    if terminal {
+                        let rate = done as f64 / started.elapsed().as_secs_f64().max(0.001);
+                        eprint!("\rimported {done} lines ({rate:.0}/s)   ");
+                        let _ = std::io::stderr().flush();
+                    }
+                })
+                .await?;
+            if terminal {
+                eprintln!();
+            }
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(())
+        }
+        Command::Admin(Admin::Reembed) => {
+            let app = offline_app(&settings, true).await?;
+            let report = app.memories().rebuild_indexes(true).await?;
+            println!(
+                "{}",
+                json!({"reembedded": report.embedded, "elapsedMs": report.elapsed.as_millis() as u64})
+            );
+            Ok(())
+        }
+        Command::Admin(Admin::Export { workspace, output }) => {
+            let store = storage::connect(&settings)
+                .await
+                .context("cannot open the database")?;
+            let written = match output {
+                Some(path) => {
+                    let mut file = std::io::BufWriter::new(
+                        std::fs::File::create(&path)
+                            .with_context(|| format!("cannot create {}", path.display()))?,
+                    );
+                    let written = export(&*store, workspace, &mut file).await?;
+                    eprintln!("exported {written} memories to {}", path.display());
+                    written
+                }
+                None => {
+                    export(
+                        &*store,
+                        workspace,
+                        &mut std::io::BufWriter::new(std::io::stdout()),
+                    )
+                    .await?
+                }
+            };
+            store.close().await;
+            tracing::info!(memories = written, "export finished");
+            Ok(())
         }
         Command::Admin(admin) => {
             let store = storage::connect(&settings)
@@ -73,10 +159,28 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                     accounts.set_plan(workspace, plan).await?;
                     json!({ "workspaceId": workspace, "plan": plan })
                 }
+                Admin::Import { .. } | Admin::Export { .. } | Admin::Reembed => {
+                    unreachable!("handled above")
+                }
             };
             store.close().await;
             println!("{result}");
             Ok(())
         }
     }
+}
+
+/// The services without serving: listens on a free loopback port that nothing uses, so a
+/// running server is not disturbed.
+async fn offline_app(settings: &Settings, skip_index_rebuild: bool) -> anyhow::Result<Application> {
+    let mut settings = settings.clone();
+    settings.listen = "127.0.0.1:0".parse().expect("a literal address");
+    Application::build_with(
+        &settings,
+        Overrides {
+            skip_index_rebuild,
+            ..Overrides::default()
+        },
+    )
+    .await
 }

@@ -33,6 +33,8 @@ pub struct Overrides {
     pub routes: Option<Router<AppState>>,
     /// An embedder already loaded (tests share one model across many servers).
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// Skip the start-up index rebuild (`admin reembed` rebuilds them itself).
+    pub skip_index_rebuild: bool,
 }
 
 pub struct Application {
@@ -42,6 +44,7 @@ pub struct Application {
     workspaces: Workspaces,
     memories: MemoryService,
     registry: tokio::task::JoinHandle<()>,
+    maintainer: ractor::ActorRef<memvault_actors::MaintenanceMsg>,
     background: Vec<ractor::ActorCell>,
 }
 
@@ -165,13 +168,15 @@ impl Application {
             },
         });
 
-        let report = memories.rebuild_indexes(false).await?;
-        tracing::info!(
-            memories = report.indexed,
-            embedded = report.embedded,
-            elapsed_ms = report.elapsed.as_millis() as u64,
-            "search indexes rebuilt from the database"
-        );
+        if !overrides.skip_index_rebuild {
+            let report = memories.rebuild_indexes(false).await?;
+            tracing::info!(
+                memories = report.indexed,
+                embedded = report.embedded,
+                elapsed_ms = report.elapsed.as_millis() as u64,
+                "search indexes rebuilt from the database"
+            );
+        }
 
         let (jobs, _) = ractor::Actor::spawn(
             None,
@@ -216,6 +221,7 @@ impl Application {
             memories,
             registry,
             background: vec![maintainer.get_cell(), jobs.get_cell()],
+            maintainer,
         })
     }
 
@@ -233,6 +239,24 @@ impl Application {
     /// The workspace actors (tests use it to kill one).
     pub fn workspaces(&self) -> &Workspaces {
         &self.workspaces
+    }
+
+    /// Waits until the index maintainer has nothing queued or running (benchmarks measure
+    /// steady-state search after it); `false` when `timeout` passed first.
+    pub async fn wait_for_index_maintenance(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            match ractor::call_t!(
+                self.maintainer,
+                memvault_actors::MaintenanceMsg::GetStats,
+                5_000
+            ) {
+                Ok(stats) if !stats.running && stats.queued == 0 => return true,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(_) => return false,
+            }
+        }
+        false
     }
 
     /// The memories service (the CLI's import and export use it).

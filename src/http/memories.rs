@@ -11,9 +11,9 @@ use super::AppState;
 use crate::error::Error;
 use crate::model::Source;
 use crate::services::memories::{
-    CreateMemory, CreateOutcome, FeedbackInput, ForgetInput, History, JobAccepted, JobView,
-    ListParams, MemoryList, MemoryView, SaveResult, ScopeParams, SearchParams, SearchResults,
-    Success, UpdateMemory,
+    CreateMemory, CreateOutcome, FeedbackInput, ForgetInput, Graph, GraphParams, History,
+    JobAccepted, JobView, ListParams, MemoryList, MemoryView, Profile, ProfileParams, SaveResult,
+    ScopeParams, SearchParams, SearchResults, Success, UpdateMemory,
 };
 use crate::services::Caller;
 
@@ -67,6 +67,42 @@ pub async fn search(
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchResults>, Error> {
     Ok(Json(state.memories.search(&caller, params).await?))
+}
+
+/// Stable preferences and facts (`static`) and the context and decisions of the last 14 days
+/// (`dynamic`) of one scope, optionally one project. Cached until the next write in the scope.
+#[utoipa::path(get, path = "/api/memories/profile", tag = "memories", params(ProfileParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the profile", body = Profile),
+        (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn profile(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ProfileParams>,
+) -> Result<Json<Profile>, Error> {
+    Ok(Json(state.memories.profile(&caller, params).await?))
+}
+
+/// Current memories of one scope as a graph: nodes, derived (similarity) links and relation
+/// (same note, same entity) links, with exact counts.
+#[utoipa::path(get, path = "/api/memories/graph", tag = "memories", params(GraphParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the graph", body = Graph),
+        (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody)))]
+pub async fn graph(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<GraphParams>,
+) -> Result<Json<Graph>, Error> {
+    Ok(Json(state.memories.graph(&caller, params).await?))
 }
 
 /// The state of a long-note job and, once completed, the memories it made.

@@ -38,6 +38,8 @@ fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/memories", get(memories::list).post(memories::create))
         .route("/api/memories/search", get(memories::search))
+        .route("/api/memories/profile", get(memories::profile))
+        .route("/api/memories/graph", get(memories::graph))
         .route("/api/memories/jobs/{job_id}", get(memories::job))
         .route(
             "/api/memories/{id}",

@@ -7,9 +7,9 @@ use super::error::ErrorBody;
 use super::{health, memories};
 use crate::model::{Category, Source};
 use crate::services::memories::{
-    CreateMemory, FeedbackInput, ForgetInput, History, HistoryEntry, JobAccepted, JobPart, JobView,
-    MemoryList, MemoryListItem, MemoryView, SaveResult, SaveStatus, SearchHit, SearchResults,
-    Success, UpdateMemory,
+    CreateMemory, FeedbackInput, ForgetInput, Graph, GraphLink, GraphMeta, GraphNode, History,
+    HistoryEntry, JobAccepted, JobPart, JobView, MemoryList, MemoryListItem, MemoryView, Profile,
+    SaveResult, SaveStatus, SearchHit, SearchResults, Success, UpdateMemory,
 };
 
 #[derive(OpenApi)]
@@ -22,7 +22,8 @@ use crate::services::memories::{
             5xx). `scope` is a hard isolation boundary: omitted, it selects the unscoped lane."
     ),
     paths(
-        memories::create, memories::list, memories::search, memories::job, memories::get,
+        memories::create, memories::list, memories::search, memories::profile, memories::graph,
+        memories::job, memories::get,
         memories::update, memories::delete, memories::forget, memories::history,
         memories::feedback,
         health::healthz, health::readyz,
@@ -30,7 +31,8 @@ use crate::services::memories::{
     components(schemas(
         ErrorBody, CreateMemory, UpdateMemory, FeedbackInput, ForgetInput, MemoryView,
         MemoryListItem, MemoryList, SaveResult, SaveStatus, History, HistoryEntry, Success,
-        Category, Source, SearchHit, SearchResults, JobAccepted, JobView, JobPart,
+        Category, Source, SearchHit, SearchResults, JobAccepted, JobView, JobPart, Profile,
+        Graph, GraphNode, GraphLink, GraphMeta,
         health::Health, health::Readiness,
     )),
     modifiers(&ApiKeyScheme),

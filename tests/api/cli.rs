@@ -309,3 +309,142 @@ async fn the_logged_configuration_masks_the_database_password() {
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(stderr.contains("cannot open the database"), "{stderr}");
 }
+
+#[tokio::test]
+async fn import_and_export_round_trip_with_history() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, created, stderr) = admin(&db, dir.path(), &["create-workspace", "--name", "Source"]);
+    assert!(ok, "{stderr}");
+    let source = created["workspaceId"].as_str().unwrap().to_string();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"content": "I live in Lisbon.", "category": "fact"}"#,
+            r#"{"content": "I live in Porto."}"#,
+            r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile"}"#,
+            r#"{"content": "i live in porto"}"#,
+            r#"not json"#,
+            r#"{"content": "", "category": "fact"}"#,
+            r#"{"content": "Bad category", "category": "mood"}"#,
+            "",
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let (ok, report, stderr) = admin(
+        &db,
+        dir.path(),
+        &["import", "--workspace", &source, input.to_str().unwrap()],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(report["lines"], 7, "{report}");
+    assert_eq!(report["created"], 2, "{report}");
+    assert_eq!(report["superseded"], 1, "{report}");
+    assert_eq!(report["duplicates"], 1, "{report}");
+    assert_eq!(report["failed"], 3, "{report}");
+    let reasons = report["errors"].to_string();
+    assert!(
+        reasons.contains("content") && reasons.contains("category"),
+        "{reasons}"
+    );
+
+    let output = dir.path().join("out.jsonl");
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &[
+            "export",
+            "--workspace",
+            &source,
+            "--output",
+            output.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let exported: Vec<Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(exported.len(), 3, "{exported:?}");
+    let lisbon = exported
+        .iter()
+        .find(|m| m["content"] == "I live in Lisbon.")
+        .unwrap();
+    assert_eq!(lisbon["isCurrent"], false);
+    let porto = exported
+        .iter()
+        .find(|m| m["content"] == "I live in Porto.")
+        .unwrap();
+    assert_eq!(porto["supersedesId"], lisbon["id"]);
+    assert_eq!(porto["version"], 2);
+
+    // Into another workspace: the chain survives.
+    let (_, target, _) = admin(&db, dir.path(), &["create-workspace", "--name", "Target"]);
+    let target_id = target["workspaceId"].as_str().unwrap().to_string();
+    let (ok, report, stderr) = admin(
+        &db,
+        dir.path(),
+        &[
+            "import",
+            "--workspace",
+            &target_id,
+            output.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(report["created"], 2, "{report}");
+    assert_eq!(report["superseded"], 1, "{report}");
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &[
+            "export",
+            "--workspace",
+            &target_id,
+            "--output",
+            output.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let again: Vec<Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let fields = |m: &Value| {
+        (
+            m["content"].clone(),
+            m["version"].clone(),
+            m["isCurrent"].clone(),
+            m["scope"].clone(),
+            m["project"].clone(),
+            m["category"].clone(),
+            m["createdAt"].clone(),
+        )
+    };
+    assert_eq!(
+        again.iter().map(fields).collect::<Vec<_>>(),
+        exported.iter().map(fields).collect::<Vec<_>>()
+    );
+
+    // Re-embedding rewrites every current memory's vector.
+    let (ok, reembedded, stderr) = admin(&db, dir.path(), &["reembed"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(reembedded["reembedded"], 4, "{reembedded}");
+    // An unknown workspace is refused clearly.
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &[
+            "import",
+            "--workspace",
+            &uuid::Uuid::new_v4().to_string(),
+            input.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("workspace"), "{stderr}");
+}

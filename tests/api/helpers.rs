@@ -168,6 +168,7 @@ async fn start_server(db: TestDb, settings: Settings) -> TestApp {
         Overrides {
             routes: Some(extra),
             embedder: Some(shared_embedder(&settings)),
+            skip_index_rebuild: false,
         },
     )
     .await

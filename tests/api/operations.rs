@@ -40,6 +40,8 @@ async fn the_openapi_document_covers_every_route() {
     let expected: &[(&str, &[&str])] = &[
         ("/api/memories", &["get", "post"]),
         ("/api/memories/search", &["get"]),
+        ("/api/memories/profile", &["get"]),
+        ("/api/memories/graph", &["get"]),
         ("/api/memories/jobs/{jobId}", &["get"]),
         ("/api/memories/{id}", &["get", "patch", "delete"]),
         ("/api/memories/{id}/forget", &["post"]),

@@ -427,6 +427,15 @@ async fn a_long_note_becomes_atomic_memories_through_a_job() {
         .collect();
     assert_eq!(list["total"], distinct.len());
     assert!(parts.iter().all(|p| p["memory"]["project"] == "q1"));
+    // In the graph, the note's memories are chained by `same_note` links.
+    let (_, graph) = app.get_json("/api/memories/graph?scope=planning").await;
+    let same_note = graph["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["type"] == "same_note")
+        .count();
+    assert_eq!(same_note, distinct.len() - 1);
     // They are searchable.
     let found = search(&app, "q=android&scope=planning").await;
     assert!(contents(&found)[0].contains("Android 9"));
@@ -521,4 +530,170 @@ async fn indexes_are_rebuilt_from_the_database_at_start_up() {
         contents(&key)
     );
     assert_eq!(contents(&key), vec![FACTS[2]]);
+}
+
+#[tokio::test]
+async fn the_profile_is_cached_until_a_write_in_its_scope() {
+    use memvault::model::{Category, Lane, NewMemory, Source};
+    let app = spawn_app().await;
+    let tea = app
+        .save("I prefer green tea.", json!({"category": "preference"}))
+        .await;
+    app.save(
+        "We decided to write the indexer in Rust.",
+        json!({"category": "decision"}),
+    )
+    .await;
+    app.save(
+        "Working on the Q3 launch plan this week.",
+        json!({"category": "context"}),
+    )
+    .await;
+    app.save(
+        "I prefer aisle seats.",
+        json!({"category": "preference", "scope": "travel"}),
+    )
+    .await;
+    // Old context is not recent context.
+    let old = chrono::Utc::now() - chrono::Duration::days(20);
+    app.store
+        .insert_memory(&NewMemory {
+            id: uuid::Uuid::now_v7(),
+            workspace_id: app.workspace_id,
+            user_id: "key:test".to_string(),
+            content: "Was debugging the importer.".to_string(),
+            source: Source::Api,
+            category: Category::Context,
+            scope: String::new(),
+            project: String::new(),
+            valid_from: None,
+            valid_until: None,
+            created_at: old,
+            origin_id: None,
+            embedding: None,
+        })
+        .await
+        .unwrap();
+
+    let (status, profile) = app.get_json("/api/memories/profile").await;
+    assert_eq!(status, 200);
+    assert_eq!(profile["static"], json!(["I prefer green tea."]));
+    assert_eq!(
+        profile["dynamic"],
+        json!([
+            "Working on the Q3 launch plan this week.",
+            "We decided to write the indexer in Rust."
+        ])
+    );
+    let (_, travel) = app.get_json("/api/memories/profile?scope=travel").await;
+    assert_eq!(travel["static"], json!(["I prefer aisle seats."]));
+
+    // A change behind the service's back is not seen: the profile comes from the cache.
+    let lane = Lane {
+        workspace_id: app.workspace_id,
+        scope: String::new(),
+    };
+    let tea_id = uuid::Uuid::parse_str(tea["id"].as_str().unwrap()).unwrap();
+    app.store.delete_memory(&lane, tea_id, 0).await.unwrap();
+    let (_, cached) = app.get_json("/api/memories/profile").await;
+    assert_eq!(cached, profile);
+    // A write in another scope leaves it cached; a write in this scope refreshes it.
+    app.save(
+        "I prefer window seats on trains.",
+        json!({"scope": "travel"}),
+    )
+    .await;
+    let (_, still) = app.get_json("/api/memories/profile").await;
+    assert_eq!(still, profile);
+    app.save("I prefer oat milk.", json!({"category": "preference"}))
+        .await;
+    let (_, fresh) = app.get_json("/api/memories/profile").await;
+    assert_eq!(fresh["static"], json!(["I prefer oat milk."]));
+    // A project narrows it.
+    app.save(
+        "I prefer short standups.",
+        json!({"category": "preference", "project": "work"}),
+    )
+    .await;
+    let (_, work) = app.get_json("/api/memories/profile?project=work").await;
+    assert_eq!(work["static"], json!(["I prefer short standups."]));
+    assert_eq!(work["dynamic"], json!([]));
+}
+
+#[tokio::test]
+async fn the_graph_links_similar_memories_and_shared_entities_with_exact_counts() {
+    let app = spawn_app().await;
+    for fact in [
+        "Maria Lopez leads the mobile team.",
+        "Maria Lopez wants the release in March.",
+        "The mobile team ships a release every two weeks.",
+        "I like green tea in the afternoon.",
+    ] {
+        app.save(fact, json!({"scope": "org"})).await;
+    }
+    app.save("Unrelated memory in another scope.", json!({}))
+        .await;
+    let (status, graph) = app.get_json("/api/memories/graph?scope=org").await;
+    assert_eq!(status, 200, "{graph}");
+    let nodes = graph["nodes"].as_array().unwrap();
+    let links = graph["links"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4);
+    assert_eq!(graph["meta"]["totalNodes"], 4);
+    assert_eq!(graph["meta"]["totalLinks"], links.len());
+    let derived = links.iter().filter(|l| l["derived"] == true).count();
+    assert_eq!(graph["meta"]["derivedLinks"], derived);
+    assert_eq!(graph["meta"]["relationLinks"], links.len() - derived);
+    let ids: std::collections::HashSet<&str> =
+        nodes.iter().map(|n| n["id"].as_str().unwrap()).collect();
+    for node in nodes {
+        let id = node["id"].as_str().unwrap();
+        let touching = links
+            .iter()
+            .filter(|l| l["source"] == id || l["target"] == id)
+            .count();
+        assert_eq!(node["degree"], touching, "{node}");
+    }
+    for link in links {
+        assert!(ids.contains(link["source"].as_str().unwrap()));
+        assert!(ids.contains(link["target"].as_str().unwrap()));
+        let strength = link["strength"].as_f64().unwrap();
+        if link["derived"] == true {
+            assert_eq!(link["type"], "similar");
+            assert!((0.5..=1.0).contains(&strength), "{link}");
+        } else {
+            assert_eq!(strength, 1.0);
+        }
+    }
+    let content_of = |id: &Value| {
+        nodes
+            .iter()
+            .find(|n| n["id"] == *id)
+            .map(|n| n["content"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let entity: Vec<_> = links
+        .iter()
+        .filter(|l| l["type"] == "same_entity")
+        .collect();
+    assert_eq!(entity.len(), 1, "{entity:?}");
+    let mut pair = [
+        content_of(&entity[0]["source"]),
+        content_of(&entity[0]["target"]),
+    ];
+    pair.sort();
+    assert_eq!(
+        pair,
+        [
+            "Maria Lopez leads the mobile team.".to_string(),
+            "Maria Lopez wants the release in March.".to_string()
+        ]
+    );
+    let (_, small) = app.get_json("/api/memories/graph?scope=org&limit=2").await;
+    assert_eq!(small["meta"]["totalNodes"], 2);
+    assert_error(
+        app.send(Method::GET, "/api/memories/graph?limit=501").await,
+        400,
+        "limit",
+    )
+    .await;
 }

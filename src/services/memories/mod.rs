@@ -24,13 +24,19 @@ use crate::services::{admit, Caller};
 use crate::storage::{FeedbackRecord, Store, Superseded};
 use crate::text::specifics::specifics;
 
+mod graph;
 mod notes;
+mod profile;
 mod rebuild;
 mod search;
+mod transfer;
 
+pub use graph::{Graph, GraphLink, GraphMeta, GraphNode, GraphParams};
 pub use notes::{JobAccepted, JobPart, JobView, NoteJobs};
+pub use profile::{Profile, ProfileParams};
 pub use rebuild::RebuildReport;
 pub use search::{SearchHit, SearchParams, SearchResults};
+pub use transfer::{export, ImportReport};
 
 pub const MAX_SCOPE_CHARS: usize = 200;
 pub const MAX_PROJECT_CHARS: usize = 100;
@@ -631,7 +637,10 @@ impl MemoryService {
             return self.supersede(&lane, &existing, memory).await;
         }
 
-        let embedded = self.embed(&memory.content).await?;
+        let embedded = match memory.embedding.take() {
+            Some(embedded) => embedded,
+            None => self.embed(&memory.content).await?,
+        };
         let filter = Filter {
             projects: vec![memory.project.clone()],
             categories: Vec::new(),

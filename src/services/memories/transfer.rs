@@ -1,0 +1,258 @@
+//! Import and export: memories in and out as JSON lines, so that nobody is locked in.
+//!
+//! Export writes every live memory of a workspace (every version of every chain, oldest
+//! first) as the full memory record. Import reads one memory per line; only `content` is
+//! required, and it accepts what export writes: a line whose `supersedesId` names a memory
+//! imported earlier in the same file becomes that memory's next version, so chains survive
+//! the round trip (ids are new). Every line goes through the save path (exact and near
+//! dedup, automatic supersession, category inference); embeddings are computed in batches.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use chrono::{DateTime, Utc};
+use memvault_actors::Admission;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::{embed_error, CreateMemory, MemoryService, MemoryView, SaveStatus};
+use crate::error::{Error, Result};
+use crate::model::{Embedded, Source};
+use crate::services::{Caller, RateSlot};
+
+/// Lines embedded together.
+pub const IMPORT_BATCH: usize = 256;
+/// Memories read per page on export.
+const EXPORT_PAGE: i64 = 1_000;
+
+/// One imported line. Unknown fields are ignored (an exported record has more).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImportLine {
+    id: Option<Uuid>,
+    content: Option<String>,
+    category: Option<String>,
+    scope: Option<String>,
+    project: Option<String>,
+    valid_from: Option<String>,
+    valid_until: Option<String>,
+    created_at: Option<DateTime<Utc>>,
+    source: Option<Source>,
+    supersedes_id: Option<Uuid>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    pub lines: usize,
+    pub created: usize,
+    pub duplicates: usize,
+    pub superseded: usize,
+    /// Lines refused: `(line number, reason)`, at most [`MAX_REPORTED_ERRORS`] kept.
+    pub errors: Vec<(usize, String)>,
+    pub failed: usize,
+}
+
+pub const MAX_REPORTED_ERRORS: usize = 100;
+
+impl ImportReport {
+    fn refuse(&mut self, line: usize, reason: String) {
+        self.failed += 1;
+        if self.errors.len() < MAX_REPORTED_ERRORS {
+            self.errors.push((line, reason));
+        }
+    }
+}
+
+impl MemoryService {
+    /// Imports JSON lines into a workspace. `progress` is called with the lines done so far.
+    pub async fn import(
+        &self,
+        workspace_id: Uuid,
+        input: impl BufRead,
+        mut progress: impl FnMut(usize),
+    ) -> Result<ImportReport> {
+        self.store
+            .workspace(workspace_id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("workspace {workspace_id} not found")))?;
+        let caller = Caller {
+            workspace_id,
+            key_id: Uuid::nil(),
+            user_id: "import".to_string(),
+            rate: RateSlot::default(),
+        };
+        let mut report = ImportReport::default();
+        // Exported id -> the id it was imported as.
+        let mut imported: HashMap<Uuid, Uuid> = HashMap::new();
+        let mut batch: Vec<(usize, String)> = Vec::with_capacity(IMPORT_BATCH);
+        for (index, line) in input.lines().enumerate() {
+            let line =
+                line.map_err(|e| Error::BadRequest(format!("cannot read the input: {e}")))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            batch.push((index + 1, line));
+            if batch.len() == IMPORT_BATCH {
+                self.import_batch(
+                    &caller,
+                    std::mem::take(&mut batch),
+                    &mut imported,
+                    &mut report,
+                )
+                .await?;
+                progress(report.lines);
+            }
+        }
+        self.import_batch(&caller, batch, &mut imported, &mut report)
+            .await?;
+        progress(report.lines);
+        Ok(report)
+    }
+
+    async fn import_batch(
+        &self,
+        caller: &Caller,
+        lines: Vec<(usize, String)>,
+        imported: &mut HashMap<Uuid, Uuid>,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        // Validate every line into a draft, then embed the batch in one go.
+        let mut drafts = Vec::with_capacity(lines.len());
+        for (number, text) in lines {
+            report.lines += 1;
+            let parsed: ImportLine = match serde_json::from_str(&text) {
+                Ok(parsed) => parsed,
+                Err(e) => {
+                    report.refuse(number, format!("not a JSON memory: {e}"));
+                    continue;
+                }
+            };
+            let supersedes = parsed
+                .supersedes_id
+                .and_then(|old| imported.get(&old))
+                .map(Uuid::to_string);
+            let input = CreateMemory {
+                content: parsed.content.clone(),
+                category: parsed.category.clone(),
+                scope: parsed.scope.clone(),
+                project: parsed.project.clone(),
+                valid_from: parsed.valid_from.clone(),
+                valid_until: parsed.valid_until.clone(),
+                supersedes,
+                workspace_id: None,
+            };
+            match self.draft(caller, &input, parsed.source.unwrap_or(Source::Integration)) {
+                Ok(mut draft) => {
+                    if let Some(created_at) = parsed.created_at {
+                        draft.memory.created_at = created_at;
+                    }
+                    if draft.memory.content.chars().count() > self.tuning.long_note_chars
+                        && draft.supersedes.is_none()
+                    {
+                        report.refuse(
+                            number,
+                            format!(
+                                "content is over {} characters: save long notes through the API",
+                                self.tuning.long_note_chars
+                            ),
+                        );
+                        continue;
+                    }
+                    drafts.push((number, parsed.id, draft));
+                }
+                Err(e) => report.refuse(number, e.to_string()),
+            }
+        }
+        let texts = drafts
+            .iter()
+            .map(|(_, _, d)| d.memory.content.clone())
+            .collect();
+        let vectors = self
+            .embeddings
+            .embed_documents(texts)
+            .await
+            .map_err(embed_error)?;
+        for ((number, old_id, mut draft), vector) in drafts.into_iter().zip(vectors) {
+            draft.memory.embedding = Some(Embedded {
+                model: self.embeddings.model().into(),
+                vector: vector.into(),
+            });
+            let permit = if draft.supersedes.is_none() {
+                match self.workspaces.reserve_memory(caller.workspace_id).await? {
+                    Admission::Allowed { permit, .. } => permit,
+                    Admission::MemoryLimitReached { limit, .. } => {
+                        report.refuse(number, Error::MemoryLimit { limit }.to_string());
+                        continue;
+                    }
+                    Admission::RateLimited { .. } => None,
+                }
+            } else {
+                None
+            };
+            match self.save_draft(draft).await {
+                Ok(saved) => {
+                    if let Some(permit) = permit {
+                        permit.finish(saved.status == SaveStatus::Created);
+                    }
+                    match saved.status {
+                        SaveStatus::Created => report.created += 1,
+                        SaveStatus::Duplicate => report.duplicates += 1,
+                        SaveStatus::Superseded => report.superseded += 1,
+                    }
+                    if let Some(old_id) = old_id {
+                        imported.insert(old_id, saved.memory.id);
+                    }
+                }
+                Err(e @ (Error::Storage(_) | Error::Internal(_) | Error::Unavailable(_))) => {
+                    return Err(e)
+                }
+                Err(e) => report.refuse(number, e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every live memory of a workspace (all versions, oldest first) as JSON lines;
+    /// returns how many.
+    pub async fn export(
+        &self,
+        workspace_id: Uuid,
+        output: &mut (impl std::io::Write + Send),
+    ) -> Result<usize> {
+        export(&*self.store, workspace_id, output).await
+    }
+}
+
+/// Export needs only the database (the CLI runs it without loading the model).
+pub async fn export(
+    store: &dyn crate::storage::Store,
+    workspace_id: Uuid,
+    output: &mut (impl std::io::Write + Send),
+) -> Result<usize> {
+    store
+        .workspace(workspace_id)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("workspace {workspace_id} not found")))?;
+    let mut after = 0;
+    let mut written = 0;
+    loop {
+        let page = store
+            .workspace_memories_page(workspace_id, after, EXPORT_PAGE)
+            .await?;
+        let Some((last, _)) = page.last() else { break };
+        after = *last;
+        for (_, memory) in &page {
+            let line = serde_json::to_string(&MemoryView::from(memory))
+                .map_err(|e| Error::Internal(format!("cannot encode a memory: {e}")))?;
+            writeln!(output, "{line}")
+                .map_err(|e| Error::Internal(format!("cannot write the export: {e}")))?;
+            written += 1;
+        }
+    }
+    output
+        .flush()
+        .map_err(|e| Error::Internal(format!("cannot write the export: {e}")))?;
+    Ok(written)
+}
