@@ -75,6 +75,9 @@
 //!   fresh database created on that server and dropped at the end; otherwise SQLite in a
 //!   temporary directory.
 //! - `BENCH_KEEP_DATABASE` (unset): when `1`, the database is kept (its location is printed).
+//! - `LOCOMO_INFER` (unset): `false` saves every turn with `"infer": false` (stored as given:
+//!   no automatic supersession or near-duplicate merging); unset uses the server's default.
+//! - `LOCOMO_DATES` (`on`): `off` saves turns without the `[<session date_time>]` prefix.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -334,8 +337,24 @@ fn session_number(key: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// `LOCOMO_DATES=off`: turns are saved without their session date.
+fn with_dates() -> bool {
+    !std::env::var("LOCOMO_DATES").is_ok_and(|v| v.trim() == "off")
+}
+
+/// `LOCOMO_INFER=false`: saves ask memvault to store the turn as given (`"infer": false`).
+fn infer_flag() -> Option<bool> {
+    std::env::var("LOCOMO_INFER")
+        .ok()
+        .map(|v| v.trim() != "false")
+}
+
 fn turn_content(date: &str, turn: &RawTurn) -> String {
-    let mut content = format!("[{date}] {}: {}", turn.speaker.trim(), turn.text.trim());
+    let mut content = if with_dates() {
+        format!("[{date}] {}: {}", turn.speaker.trim(), turn.text.trim())
+    } else {
+        format!("{}: {}", turn.speaker.trim(), turn.text.trim())
+    };
     if let Some(caption) = turn.blip_caption.as_deref().map(str::trim) {
         if !caption.is_empty() {
             content.push_str(&format!(" [shared a photo: {caption}]"));
@@ -497,10 +516,12 @@ fn self_check() {
         text: "hello".into(),
         blip_caption: Some("a dog".into()),
     };
-    assert_eq!(
-        turn_content("1 May, 2023", &turn),
+    let expected = if with_dates() {
         "[1 May, 2023] A: hello [shared a photo: a dog]"
-    );
+    } else {
+        "A: hello [shared a photo: a dog]"
+    };
+    assert_eq!(turn_content("1 May, 2023", &turn), expected);
 
     let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     let turns_of: HashMap<Uuid, BTreeSet<String>> = [
@@ -684,7 +705,10 @@ impl Target {
             .client
             .post(format!("{}/api/memories", self.base))
             .header("X-API-Key", &self.key)
-            .json(&json!({ "content": content, "scope": scope }));
+            .json(&match infer_flag() {
+                Some(infer) => json!({ "content": content, "scope": scope, "infer": infer }),
+                None => json!({ "content": content, "scope": scope }),
+            });
         let bytes = expect(request, WHAT, StatusCode::CREATED).await?;
         let saved: Value =
             serde_json::from_slice(&bytes).map_err(|e| format!("{WHAT}: body is not JSON: {e}"))?;

@@ -697,3 +697,40 @@ async fn the_graph_links_similar_memories_and_shared_entities_with_exact_counts(
     )
     .await;
 }
+
+#[tokio::test]
+async fn infer_false_stores_content_as_given() {
+    let app = spawn_app().await;
+    let (status, _) =
+        save_status(&app, json!({"content": "I live in Paris.", "infer": false})).await;
+    assert_eq!(status, "created");
+    let (status, berlin) = save_status(
+        &app,
+        json!({"content": "I live in Berlin.", "infer": false}),
+    )
+    .await;
+    assert_eq!(status, "created");
+    assert_eq!(berlin["version"], 1);
+    // No inferred category, no near-duplicate, but still no exact duplicate.
+    let (status, liked) = save_status(
+        &app,
+        json!({"content": "I prefer tabs over spaces.", "infer": false}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_str(), liked["category"].as_str()),
+        ("created", Some("fact"))
+    );
+    let (status, _) = save_status(
+        &app,
+        json!({"content": "i prefer tabs over spaces", "infer": false}),
+    )
+    .await;
+    assert_eq!(status, "duplicate");
+    // A long note is one memory.
+    let (status, long) = save_status(&app, json!({"content": long_note(), "infer": false})).await;
+    assert_eq!(status, "created");
+    assert!(long["content"].as_str().unwrap().chars().count() > 1_000);
+    let (_, list) = app.get_json("/api/memories").await;
+    assert_eq!(list["total"], 4);
+}

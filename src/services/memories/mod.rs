@@ -65,6 +65,11 @@ pub struct CreateMemory {
     pub valid_until: Option<String>,
     /// Id of the memory this one replaces: the new one becomes its next version.
     pub supersedes: Option<String>,
+    /// `true` (default): memvault infers what it can: near-duplicates, fact updates (automatic
+    /// supersession), the category, and the split of a long note into atomic memories (202).
+    /// `false`: the content is stored as given (transcripts, logs); only exact duplicates are
+    /// still caught.
+    pub infer: Option<bool>,
     /// Optional; when given it must be the key's workspace.
     pub workspace_id: Option<Uuid>,
 }
@@ -544,7 +549,9 @@ impl MemoryService {
         .await?;
         caller.check_workspace(input.workspace_id)?;
         let draft = self.draft(caller, &input, source)?;
-        if draft.supersedes.is_none() && chars(&draft.memory.content) > self.tuning.long_note_chars
+        if draft.infer
+            && draft.supersedes.is_none()
+            && chars(&draft.memory.content) > self.tuning.long_note_chars
         {
             drop(permit);
             return self
@@ -594,6 +601,7 @@ impl MemoryService {
             category_given: category.is_some(),
             project_given,
             supersedes,
+            infer: input.infer.unwrap_or(true),
         })
     }
 
@@ -608,6 +616,7 @@ impl MemoryService {
             category_given,
             project_given,
             supersedes,
+            infer,
         } = draft;
 
         if let Some(old_id) = supersedes {
@@ -646,9 +655,12 @@ impl MemoryService {
             categories: Vec::new(),
             now_micros: to_micros(memory.created_at),
         };
-        let neighbours = self
-            .engine
-            .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter);
+        let neighbours = if infer {
+            self.engine
+                .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter)
+        } else {
+            Vec::new()
+        };
         // A fact update: the nearest related memory whose value the new one replaces.
         for neighbour in neighbours
             .iter()
@@ -685,7 +697,7 @@ impl MemoryService {
             }
         }
 
-        if !category_given {
+        if !category_given && infer {
             memory.category = inferred_category(&memory.content);
         }
         memory.embedding = Some(embedded.clone());
@@ -1060,6 +1072,8 @@ pub(crate) struct Draft {
     pub category_given: bool,
     pub project_given: bool,
     pub supersedes: Option<Uuid>,
+    /// Near-duplicates, fact updates, category inference and long-note splitting apply.
+    pub infer: bool,
 }
 
 /// What `POST /api/memories` did.

@@ -224,6 +224,7 @@ impl MemoryService {
                 category_given: request.category.is_some(),
                 project_given: true,
                 supersedes: None,
+                infer: true,
             };
             let saved = self.save_draft(draft).await?;
             if let Some(permit) = permit {

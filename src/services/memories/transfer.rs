@@ -39,6 +39,7 @@ struct ImportLine {
     created_at: Option<DateTime<Utc>>,
     source: Option<Source>,
     supersedes_id: Option<Uuid>,
+    infer: Option<bool>,
 }
 
 /// What an import did.
@@ -141,6 +142,7 @@ impl MemoryService {
                 valid_from: parsed.valid_from.clone(),
                 valid_until: parsed.valid_until.clone(),
                 supersedes,
+                infer: parsed.infer,
                 workspace_id: None,
             };
             match self.draft(caller, &input, parsed.source.unwrap_or(Source::Integration)) {
@@ -148,7 +150,8 @@ impl MemoryService {
                     if let Some(created_at) = parsed.created_at {
                         draft.memory.created_at = created_at;
                     }
-                    if draft.memory.content.chars().count() > self.tuning.long_note_chars
+                    if draft.infer
+                        && draft.memory.content.chars().count() > self.tuning.long_note_chars
                         && draft.supersedes.is_none()
                     {
                         report.refuse(
