@@ -77,6 +77,9 @@
 //! - `BENCH_KEEP_DATABASE` (unset): when `1`, the database is kept (its location is printed).
 //! - `LOCOMO_INFER` (unset): `false` saves every turn with `"infer": false` (stored as given:
 //!   no automatic supersession or near-duplicate merging); unset uses the server's default.
+//! - `MEMVAULT_*`: server settings, as for `memvault serve` (e.g. `MEMVAULT_SEARCH_FUSION=rrf`,
+//!   `MEMVAULT_SEARCH_SEMANTIC_WEIGHT=0.5`); the database, rate and memory limits are the
+//!   bench's own.
 //! - `LOCOMO_DATES` (`on`): `off` saves turns without the `[<session date_time>]` prefix.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -1386,7 +1389,8 @@ async fn bench(
             ultimate: NO_MEMORY_LIMIT,
         },
         log_level: "warn".to_string(),
-        ..Settings::default()
+        // `MEMVAULT_*` settings apply (e.g. `MEMVAULT_SEARCH_FUSION=rrf`), as for the server.
+        ..Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?
     };
     database.configure(&mut settings);
     memvault::telemetry::init(settings.log_format, &settings.log_level);

@@ -89,6 +89,8 @@ pub struct Settings {
     /// How keyword and vector results are fused: `score` (weighted, normalised scores) or `rrf`
     /// (reciprocal-rank fusion).
     pub search_fusion: Fusion,
+    /// Share of vector similarity in a `score`-fused hybrid score (the rest is BM25), 0 to 1.
+    pub search_semantic_weight: f32,
     /// Query vectors kept in the cache.
     pub query_cache_entries: u64,
     /// Lines of each part of a profile.
@@ -136,6 +138,7 @@ impl Default for Settings {
             supersede_min_similarity: 0.55,
             long_note_chars: 1_000,
             search_fusion: Fusion::Score,
+            search_semantic_weight: 0.7,
             query_cache_entries: 10_000,
             profile_lines: 50,
         }

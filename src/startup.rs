@@ -107,6 +107,11 @@ impl Application {
     }
 
     pub async fn build_with(settings: &Settings, overrides: Overrides) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&settings.search_semantic_weight),
+            "search_semantic_weight must be between 0 and 1, not {}",
+            settings.search_semantic_weight
+        );
         let extra = overrides.routes.unwrap_or_default();
         let embedder = match overrides.embedder {
             Some(embedder) => embedder,
@@ -164,6 +169,7 @@ impl Application {
                 supersede_min_similarity: settings.supersede_min_similarity,
                 long_note_chars: settings.long_note_chars,
                 fusion: settings.search_fusion,
+                semantic_weight: settings.search_semantic_weight,
                 profile_lines: settings.profile_lines,
             },
         });

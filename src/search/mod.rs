@@ -70,6 +70,8 @@ pub struct Query<'a> {
     pub vector: Option<&'a [f32]>,
     pub mode: Mode,
     pub fusion: Fusion,
+    /// Share of vector similarity in a `Fusion::Score` hybrid score, 0 to 1.
+    pub semantic_weight: f32,
     pub filter: Filter,
     /// Results wanted.
     pub limit: usize,
@@ -204,8 +206,6 @@ impl memvault_actors::Maintainable for LaneIndex {
 
 /// Ranking constants of the score fusion.
 mod weights {
-    /// Share of the vector similarity in a hybrid score (the rest is normalised BM25).
-    pub const SEMANTIC: f32 = 0.7;
     /// Reciprocal-rank fusion's k.
     pub const RRF_K: f32 = 60.0;
     /// Most a recent memory gains (multiplicative), decaying with age.
@@ -489,7 +489,8 @@ fn fuse(
                 Mode::Hybrid => match query.fusion {
                     Fusion::Score => {
                         let sim = similarity(slot).unwrap_or(0.0).max(0.0);
-                        weights::SEMANTIC * sim + (1.0 - weights::SEMANTIC) * bm25
+                        let w = query.semantic_weight.clamp(0.0, 1.0);
+                        w * sim + (1.0 - w) * bm25
                     }
                     Fusion::Rrf => {
                         let part = |rank: Option<usize>| {
@@ -586,6 +587,7 @@ mod tests {
             vector: None,
             mode: Mode::Hybrid,
             fusion: Fusion::Rrf,
+            semantic_weight: 0.7,
             filter: Filter::default(),
             limit: 10,
         };

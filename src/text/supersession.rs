@@ -1371,7 +1371,8 @@ fn tokenize(text: &str) -> (Vec<Tok>, bool) {
         .replace(['\u{2014}', '\u{2013}'], " , ");
     let trimmed = text.trim();
     let mut out: Vec<Tok> = Vec::new();
-    for raw in trimmed.split_whitespace() {
+    let raws: Vec<&str> = trimmed.split_whitespace().collect();
+    for (index, raw) in raws.iter().copied().enumerate() {
         if matches!(raw, "-" | "->" | "=>" | "|") {
             out.push(tok(",", false));
             continue;
@@ -1409,6 +1410,13 @@ fn tokenize(text: &str) -> (Vec<Tok>, bool) {
                 "note" | "update" | "fyi" | "reminder" | "btw" | "memo" | "correction" | "edit"
             )
         {
+            continue;
+        }
+        // "Anna: thanks, that helps a lot!" is a speaker's line, not an attribute: a label
+        // whose colon is followed by a whole sentence is dropped (with anything before it on
+        // the same line, such as a timestamp); "Timezone: CET" stays an attribute.
+        if colon && speaks(&raws[index + 1..]) {
+            out.clear();
             continue;
         }
         for (i, piece) in expand(&lower).into_iter().enumerate() {
@@ -3512,6 +3520,53 @@ fn parse_flat_json(line: &str) -> Option<Vec<(String, JsonVal)>> {
     }
 }
 
+/// Words a `Label: value` memory may have after its colon and still read as an attribute.
+const MAX_LABEL_VALUE_WORDS: usize = 4;
+
+/// Whether what follows a `Label:` is a line someone says rather than a value: more than
+/// [`MAX_LABEL_VALUE_WORDS`] words, more than one sentence, or words that start with a pronoun
+/// ("Tom: I live in Leeds").
+fn speaks(rest: &[&str]) -> bool {
+    let first = rest
+        .first()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_lowercase()
+        })
+        .unwrap_or_default();
+    if matches!(
+        first.as_str(),
+        "i" | "i'm"
+            | "i've"
+            | "i'll"
+            | "i'd"
+            | "we"
+            | "we're"
+            | "we've"
+            | "we'll"
+            | "you"
+            | "you're"
+            | "he"
+            | "she"
+            | "they"
+            | "they're"
+            | "it"
+            | "it's"
+            | "my"
+            | "our"
+            | "me"
+    ) {
+        return true;
+    }
+    // More than one sentence, or a long one.
+    let inner_stop = rest
+        .iter()
+        .rev()
+        .skip(1)
+        .any(|raw| raw.ends_with(['.', '!', '?']));
+    inner_stop || rest.len() > MAX_LABEL_VALUE_WORDS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3892,6 +3947,32 @@ mod tests {
     fn colon_memories() {
         assert!(upd("Favorite editor: VS Code", "Favorite editor: Neovim"));
         assert!(upd("Timezone: PST", "Timezone: CET"));
+    }
+
+    #[test]
+    fn speaker_lines_are_not_attributes() {
+        for (old, new) in [
+            (
+                "[3 May 2024] Priya: Thanks, Tom! Your notes on the draft helped a lot.",
+                "[3 May 2024] Priya: Sounds good, Tom. See you at the climbing gym on Friday!",
+            ),
+            (
+                "Tom: We went hiking near the lake last weekend and the kids loved it.",
+                "Tom: The kids were so tired after the hike that they slept all afternoon.",
+            ),
+            (
+                "Priya: I'm so proud of the mural I painted for the library.",
+                "Priya: Thanks! I want to paint another one for the school next spring.",
+            ),
+            (
+                "Tom: Wow, Priya! Great news.",
+                "Tom: Thanks, Priya. Lucky you!",
+            ),
+        ] {
+            assert!(!upd(old, new), "{old} -> {new}");
+        }
+        // A fact stated by a speaker still updates.
+        assert!(upd("Tom: I live in Leeds.", "Tom: I live in York now."));
     }
 
     #[test]

@@ -430,6 +430,7 @@ pub struct Tuning {
     pub supersede_min_similarity: f32,
     pub long_note_chars: usize,
     pub fusion: Fusion,
+    pub semantic_weight: f32,
     pub profile_lines: usize,
 }
 

@@ -122,6 +122,7 @@ impl MemoryService {
         };
         let engine = self.engine.clone();
         let fusion = self.tuning.fusion;
+        let semantic_weight = self.tuning.semantic_weight;
         let text = q.to_string();
         let filter = Filter {
             projects,
@@ -140,6 +141,7 @@ impl MemoryService {
                     vector: vector.as_deref().map(Vec::as_slice),
                     mode,
                     fusion,
+                    semantic_weight,
                     filter: index_filter,
                     limit,
                 },
