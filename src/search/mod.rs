@@ -348,9 +348,22 @@ impl SearchEngine {
         let Some(index) = self.lane(&lane) else {
             return;
         };
-        let mut docs = index.docs_mut();
-        if let Some(slot) = docs.by_id.get(&memory.id).copied() {
-            docs.slots[slot as usize] = Doc::of(memory);
+        let slot = {
+            let mut docs = index.docs_mut();
+            let Some(slot) = docs.by_id.get(&memory.id).copied() else {
+                return;
+            };
+            if memory.is_current {
+                docs.slots[slot as usize] = Doc::of(memory);
+                return;
+            }
+            docs.by_id.remove(&memory.id);
+            docs.slots[slot as usize].alive = false;
+            slot
+        };
+        index.vectors_mut().remove(slot);
+        if let Err(e) = self.text.delete(index.key(slot)) {
+            tracing::error!(error = %e, "keyword index update failed");
         }
     }
 

@@ -496,10 +496,18 @@ impl MemoryService {
         })
     }
 
-    /// Makes memories searchable (before the caller answers) and schedules index upkeep.
-    pub(crate) async fn index(&self, memories: Vec<(Memory, Option<Vec<f32>>)>) -> Result<()> {
+    /// Makes memories searchable (before the caller answers, unless `flush` is false: a bulk
+    /// import flushes once per batch) and schedules index upkeep. Vectors are searchable at
+    /// once either way; `flush` waits for the keyword index.
+    pub(crate) async fn index(
+        &self,
+        memories: Vec<(Memory, Option<Vec<f32>>)>,
+        flush: bool,
+    ) -> Result<()> {
         let grown = self.engine.stage(memories).map_err(search_error)?;
-        self.engine.flush().await.map_err(search_error)?;
+        if flush {
+            self.engine.flush().await.map_err(search_error)?;
+        }
         for lane in grown {
             if lane.needs_maintenance() {
                 let _ = self.maintainer.cast(MaintenanceMsg::Schedule(lane));
@@ -509,11 +517,14 @@ impl MemoryService {
     }
 
     /// Indexes a memory just stored, with the vector it was stored with.
-    async fn index_saved(&self, memory: &Memory, embedded: &Embedded) -> Result<()> {
+    async fn index_saved(&self, memory: &Memory, embedded: &Embedded, flush: bool) -> Result<()> {
         self.workspaces
             .scope_changed(memory.workspace_id, &memory.scope);
-        self.index(vec![(memory.clone(), Some(embedded.vector.to_vec()))])
-            .await
+        self.index(
+            vec![(memory.clone(), Some(embedded.vector.to_vec()))],
+            flush,
+        )
+        .await
     }
 
     fn unindex(&self, lane: &Lane, ids: &[Uuid]) {
@@ -603,6 +614,7 @@ impl MemoryService {
             project_given,
             supersedes,
             infer: input.infer.unwrap_or(true),
+            flush: true,
         })
     }
 
@@ -618,6 +630,7 @@ impl MemoryService {
             project_given,
             supersedes,
             infer,
+            flush,
         } = draft;
 
         if let Some(old_id) = supersedes {
@@ -630,7 +643,7 @@ impl MemoryService {
             if !category_given {
                 memory.category = old.category;
             }
-            return self.supersede(&lane, &old, memory).await;
+            return self.supersede(&lane, &old, memory, flush).await;
         }
 
         // An exact duplicate costs one indexed lookup and no embedding.
@@ -644,7 +657,7 @@ impl MemoryService {
                 return Ok(saved(&existing, SaveStatus::Duplicate));
             }
             // Saving again what had expired renews it as its next version.
-            return self.supersede(&lane, &existing, memory).await;
+            return self.supersede(&lane, &existing, memory, flush).await;
         }
 
         let embedded = match memory.embedding.take() {
@@ -680,7 +693,7 @@ impl MemoryService {
                     memory.category = old.category;
                 }
                 memory.embedding = Some(embedded);
-                return self.supersede(&lane, &old, memory).await;
+                return self.supersede(&lane, &old, memory, flush).await;
             }
         }
         // A near-duplicate: the same thing said slightly differently (but with the same
@@ -704,7 +717,7 @@ impl MemoryService {
         memory.embedding = Some(embedded.clone());
         // The dedup index refuses a concurrent exact duplicate; it is looked up then.
         if let Some(created) = self.store.insert_memory(&memory).await? {
-            self.index_saved(&created, &embedded).await?;
+            self.index_saved(&created, &embedded, flush).await?;
             return Ok(saved(&created, SaveStatus::Created));
         }
         match self
@@ -725,6 +738,7 @@ impl MemoryService {
         lane: &Lane,
         old: &Memory,
         mut memory: NewMemory,
+        flush: bool,
     ) -> Result<SaveResult> {
         let hash = content_hash(&memory.content_norm());
         if let Some(existing) = self
@@ -744,7 +758,7 @@ impl MemoryService {
         match self.store.supersede(lane, old.id, &memory).await? {
             Superseded::Created(created) => {
                 self.unindex(lane, &[old.id]);
-                self.index_saved(&created, &embedded).await?;
+                self.index_saved(&created, &embedded, flush).await?;
                 Ok(saved(&created, SaveStatus::Superseded))
             }
             Superseded::Duplicate(existing) => Ok(saved(&existing, SaveStatus::Duplicate)),
@@ -903,7 +917,7 @@ impl MemoryService {
                 match self.store.supersede(&lane, id, &next).await? {
                     Superseded::Created(created) => {
                         self.unindex(&lane, &[id]);
-                        self.index_saved(&created, &embedded).await?;
+                        self.index_saved(&created, &embedded, true).await?;
                         Ok(MemoryView::from(&created))
                     }
                     Superseded::Duplicate(existing) => Err(Error::Conflict(format!(
@@ -1075,6 +1089,9 @@ pub(crate) struct Draft {
     pub supersedes: Option<Uuid>,
     /// Near-duplicates, fact updates, category inference and long-note splitting apply.
     pub infer: bool,
+    /// The memory is searchable by keyword before the save returns (a bulk import flushes
+    /// once per batch instead).
+    pub flush: bool,
 }
 
 /// What `POST /api/memories` did.

@@ -225,6 +225,7 @@ impl MemoryService {
                 project_given: true,
                 supersedes: None,
                 infer: true,
+                flush: true,
             };
             let saved = self.save_draft(draft).await?;
             if let Some(permit) = permit {

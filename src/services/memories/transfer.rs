@@ -150,6 +150,7 @@ impl MemoryService {
                     if let Some(created_at) = parsed.created_at {
                         draft.memory.created_at = created_at;
                     }
+                    draft.flush = false;
                     if draft.infer
                         && draft.memory.content.chars().count() > self.tuning.long_note_chars
                         && draft.supersedes.is_none()
@@ -214,6 +215,7 @@ impl MemoryService {
                 Err(e) => report.refuse(number, e.to_string()),
             }
         }
+        self.engine.flush().await.map_err(super::search_error)?;
         Ok(())
     }
 
