@@ -12,6 +12,8 @@
 //! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
 //!   fresh database created on that server and dropped at the end; otherwise SQLite in a
 //!   temporary directory.
+//! - `BENCH_LOG` (`warn`): the server's log filter (e.g. `warn,memvault::services=debug` shows
+//!   where each save's time goes).
 //! - `BENCH_KEEP_DATABASE` (unset): when `1`, the database is kept for inspection (its location
 //!   is printed) instead of removed.
 //!
@@ -491,7 +493,7 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
             pro: NO_MEMORY_LIMIT,
             ultimate: NO_MEMORY_LIMIT,
         },
-        log_level: "warn".to_string(),
+        log_level: std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".to_string()),
         sqlite_synchronous: config.sqlite_sync,
         db_max_connections: config.db_connections,
         ..Settings::default()

@@ -175,9 +175,15 @@ impl LaneIndex {
         self.vectors.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Folds the exact tail into HNSW segments and merges segments; CPU heavy, blocking.
+    /// Folds the exact tail into HNSW segments and merges segments; CPU heavy, blocking. The
+    /// builds run on a one-thread pool of their own: instant-distance builds with rayon, and
+    /// on rayon's global pool they would queue ahead of the embedding model's matrix work, so
+    /// saves and searches would wait behind background upkeep.
     pub fn maintain(&self) -> usize {
-        vectors::maintain(&self.vectors)
+        match maintenance_pool() {
+            Some(pool) => pool.install(|| vectors::maintain(&self.vectors)),
+            None => vectors::maintain(&self.vectors),
+        }
     }
 
     pub fn needs_maintenance(&self) -> bool {
@@ -188,6 +194,20 @@ impl LaneIndex {
     pub fn shape(&self) -> (usize, usize, usize) {
         self.vectors().shape()
     }
+}
+
+/// The thread pool of HNSW builds (one thread), made on first use.
+fn maintenance_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "memvault-hnsw".to_string())
+            .build()
+            .map_err(|e| tracing::warn!(error = %e, "no pool for index builds; using rayon's"))
+            .ok()
+    })
+    .as_ref()
 }
 
 impl memvault_actors::Maintainable for LaneIndex {
@@ -316,6 +336,12 @@ impl SearchEngine {
     /// Waits until everything staged is searchable.
     pub async fn flush(&self) -> Result<(), SearchError> {
         Ok(self.text.flush().await?)
+    }
+
+    /// Waits, only if needed, until everything staged before this call is searchable by
+    /// keyword (vectors are at once). Searches call it first.
+    pub async fn settle(&self) -> Result<(), SearchError> {
+        Ok(self.text.settle().await?)
     }
 
     /// Takes memories out of the index (deleted, superseded, forgotten).

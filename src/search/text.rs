@@ -7,9 +7,12 @@
 //! Writes go through one indexer thread that owns the `IndexWriter`: it takes every operation
 //! waiting, commits once and reloads the reader, then answers those that asked to be told
 //! (group commit, as for the database). A document is searchable when [`TextIndex::flush`]
-//! returns.
+//! returns. Writers need not wait: the index counts the operations it has not committed yet,
+//! and a search first calls [`TextIndex::settle`], which waits for a commit only when some are
+//! pending; so whatever was written before a search starts is found by it.
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread;
 
 use tantivy::collector::TopDocs;
@@ -64,6 +67,8 @@ pub struct TextIndex {
     reader: IndexReader,
     fields: Fields,
     ops: mpsc::Sender<Op>,
+    /// Adds and deletes sent but not committed yet.
+    pending: Arc<AtomicUsize>,
 }
 
 impl TextIndex {
@@ -90,19 +95,23 @@ impl TextIndex {
         let fields = Fields { key, lane, text };
         let (ops, queue) = mpsc::channel();
         let thread_reader = reader.clone();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let thread_pending = pending.clone();
         thread::Builder::new()
             .name("memvault-text-indexer".to_string())
-            .spawn(move || run_indexer(writer, thread_reader, fields, queue))
+            .spawn(move || run_indexer(writer, thread_reader, fields, queue, thread_pending))
             .map_err(|e| TextIndexError::Commit(e.to_string()))?;
         Ok(TextIndex {
             reader,
             fields,
             ops,
+            pending,
         })
     }
 
     /// Queues a document; searchable after the next [`TextIndex::flush`].
     pub fn add(&self, key: u64, lane: &str, text: &str) -> Result<(), TextIndexError> {
+        self.pending.fetch_add(1, Ordering::SeqCst);
         self.ops
             .send(Op::Add {
                 key,
@@ -114,6 +123,7 @@ impl TextIndex {
 
     /// Queues the removal of a document.
     pub fn delete(&self, key: u64) -> Result<(), TextIndexError> {
+        self.pending.fetch_add(1, Ordering::SeqCst);
         self.ops
             .send(Op::Delete { key })
             .map_err(|_| TextIndexError::Stopped)
@@ -129,6 +139,15 @@ impl TextIndex {
             .await
             .map_err(|_| TextIndexError::Stopped)?
             .map_err(TextIndexError::Commit)
+    }
+
+    /// Waits for a commit if anything written before this call is not committed yet.
+    pub async fn settle(&self) -> Result<(), TextIndexError> {
+        if self.pending.load(Ordering::SeqCst) > 0 {
+            self.flush().await
+        } else {
+            Ok(())
+        }
     }
 
     /// The analysed terms of a query, in order, without repeats.
@@ -239,6 +258,7 @@ fn run_indexer(
     reader: IndexReader,
     fields: Fields,
     queue: mpsc::Receiver<Op>,
+    pending: Arc<AtomicUsize>,
 ) {
     while let Ok(first) = queue.recv() {
         let mut waiting = Vec::new();
@@ -246,10 +266,12 @@ fn run_indexer(
         let mut failure: Option<String> = None;
         let mut next = Some(first);
         let mut applied = 0;
+        let mut writes = 0;
         while let Some(op) = next.take() {
             match op {
                 Op::Add { key, lane, text } => {
                     dirty = true;
+                    writes += 1;
                     if let Err(e) = writer.add_document(doc!(
                         fields.key => key,
                         fields.lane => lane,
@@ -260,6 +282,7 @@ fn run_indexer(
                 }
                 Op::Delete { key } => {
                     dirty = true;
+                    writes += 1;
                     writer.delete_term(Term::from_field_u64(fields.key, key));
                 }
                 Op::Flush(done) => waiting.push(done),
@@ -275,6 +298,7 @@ fn run_indexer(
                 failure = Some(e.to_string());
             }
         }
+        pending.fetch_sub(writes, Ordering::SeqCst);
         for done in waiting {
             let _ = done.send(match &failure {
                 Some(e) => Err(e.clone()),
@@ -324,6 +348,22 @@ mod tests {
         let hits = index.search("l", "zx-4471", 5).unwrap();
         assert!(hits.is_empty());
         assert_eq!(index.len(), 20);
+    }
+
+    #[tokio::test]
+    async fn a_search_after_a_write_finds_it_without_an_explicit_flush() {
+        let index = TextIndex::new().unwrap();
+        for i in 0..50u64 {
+            index
+                .add(i, "l", &format!("note {i} about the harbour"))
+                .unwrap();
+            index.settle().await.unwrap();
+            let hits = index.search("l", "harbour", 100).unwrap();
+            assert_eq!(hits.len() as u64, i + 1);
+        }
+        index.delete(7).unwrap();
+        index.settle().await.unwrap();
+        assert_eq!(index.search("l", "harbour", 100).unwrap().len(), 49);
     }
 
     #[test]

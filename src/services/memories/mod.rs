@@ -496,9 +496,10 @@ impl MemoryService {
         })
     }
 
-    /// Makes memories searchable (before the caller answers, unless `flush` is false: a bulk
-    /// import flushes once per batch) and schedules index upkeep. Vectors are searchable at
-    /// once either way; `flush` waits for the keyword index.
+    /// Makes memories searchable and schedules index upkeep. Vectors are searchable at once;
+    /// the keyword index commits in the background, and a search waits for that commit when
+    /// it is pending (`SearchEngine::settle`), so a memory is found by any search made after
+    /// its save answered. `flush` waits for the commit here instead (start-up, tests).
     pub(crate) async fn index(
         &self,
         memories: Vec<(Memory, Option<Vec<f32>>)>,
@@ -614,7 +615,7 @@ impl MemoryService {
             project_given,
             supersedes,
             infer: input.infer.unwrap_or(true),
-            flush: true,
+            flush: false,
         })
     }
 
@@ -660,10 +661,12 @@ impl MemoryService {
             return self.supersede(&lane, &existing, memory, flush).await;
         }
 
+        let started = std::time::Instant::now();
         let embedded = match memory.embedding.take() {
             Some(embedded) => embedded,
             None => self.embed(&memory.content).await?,
         };
+        let embedded_at = started.elapsed();
         let filter = Filter {
             projects: vec![memory.project.clone()],
             categories: Vec::new(),
@@ -675,6 +678,7 @@ impl MemoryService {
         } else {
             Vec::new()
         };
+        let compared_at = started.elapsed();
         // A fact update: the nearest related memory whose value the new one replaces.
         for neighbour in neighbours
             .iter()
@@ -716,8 +720,19 @@ impl MemoryService {
         }
         memory.embedding = Some(embedded.clone());
         // The dedup index refuses a concurrent exact duplicate; it is looked up then.
+        let judged_at = started.elapsed();
         if let Some(created) = self.store.insert_memory(&memory).await? {
+            let stored_at = started.elapsed();
             self.index_saved(&created, &embedded, flush).await?;
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            tracing::debug!(
+                embed_ms = ms(embedded_at),
+                neighbours_ms = ms(compared_at - embedded_at),
+                judge_ms = ms(judged_at - compared_at),
+                insert_ms = ms(stored_at - judged_at),
+                index_ms = ms(started.elapsed() - stored_at),
+                "memory saved"
+            );
             return Ok(saved(&created, SaveStatus::Created));
         }
         match self
@@ -917,7 +932,7 @@ impl MemoryService {
                 match self.store.supersede(&lane, id, &next).await? {
                     Superseded::Created(created) => {
                         self.unindex(&lane, &[id]);
-                        self.index_saved(&created, &embedded, true).await?;
+                        self.index_saved(&created, &embedded, false).await?;
                         Ok(MemoryView::from(&created))
                     }
                     Superseded::Duplicate(existing) => Err(Error::Conflict(format!(
@@ -1089,8 +1104,7 @@ pub(crate) struct Draft {
     pub supersedes: Option<Uuid>,
     /// Near-duplicates, fact updates, category inference and long-note splitting apply.
     pub infer: bool,
-    /// The memory is searchable by keyword before the save returns (a bulk import flushes
-    /// once per batch instead).
+    /// Wait for the keyword index commit before returning (searches wait for it anyway).
     pub flush: bool,
 }
 

@@ -225,7 +225,7 @@ impl MemoryService {
                 project_given: true,
                 supersedes: None,
                 infer: true,
-                flush: true,
+                flush: false,
             };
             let saved = self.save_draft(draft).await?;
             if let Some(permit) = permit {

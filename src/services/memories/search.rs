@@ -120,6 +120,8 @@ impl MemoryService {
                 Some(self.embeddings.embed_query(q).await.map_err(embed_error)?)
             }
         };
+        // Whatever was saved before this search is found by it.
+        self.engine.settle().await.map_err(search_error)?;
         let engine = self.engine.clone();
         let fusion = self.tuning.fusion;
         let semantic_weight = self.tuning.semantic_weight;
