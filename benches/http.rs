@@ -20,19 +20,21 @@
 //! Every request must answer the expected status (201 for save, 200 for get and list); any
 //! other outcome is counted, shown, and makes the benchmark exit non-zero.
 
+#[path = "common/database.rs"]
+mod database;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use database::{is_postgres, millis, percentile_ms, Database};
 use memvault::config::{MemoryLimits, Settings, SqliteSync, Switch};
 use memvault::services::AccountsService;
 use memvault::startup::Application;
 use memvault::storage::Backend;
 use rand::Rng;
 use reqwest::StatusCode;
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 /// The memory limit of every plan during the benchmark: never reached.
@@ -94,10 +96,6 @@ impl Config {
     }
 }
 
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
-
 fn env_count(name: &str, default: usize, min: usize) -> anyhow::Result<usize> {
     match std::env::var(name) {
         Ok(raw) => match raw.trim().parse::<usize>() {
@@ -105,99 +103,6 @@ fn env_count(name: &str, default: usize, min: usize) -> anyhow::Result<usize> {
             _ => bail!("{name} must be an integer of at least {min}, not `{raw}`"),
         },
         Err(_) => Ok(default),
-    }
-}
-
-/// The database under test: created before the server starts, removed after it stops.
-enum Database {
-    Sqlite(tempfile::TempDir),
-    Postgres {
-        admin: PgPool,
-        name: String,
-        url: String,
-    },
-}
-
-impl Database {
-    async fn create(config: &Config) -> anyhow::Result<Self> {
-        let Some(admin_url) = &config.postgres_url else {
-            let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-            return Ok(Database::Sqlite(dir));
-        };
-        let admin = PgPoolOptions::new()
-            .max_connections(1)
-            .connect(admin_url)
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot connect to {}",
-                    memvault::config::mask_url_password(admin_url)
-                )
-            })?;
-        let name = format!("memvault_bench_{}", Uuid::new_v4().simple());
-        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&admin)
-            .await
-            .with_context(|| format!("cannot create the database {name}"))?;
-        let mut url = url::Url::parse(admin_url).context("invalid PostgreSQL URL")?;
-        url.set_path(&format!("/{name}"));
-        Ok(Database::Postgres {
-            admin,
-            name,
-            url: url.to_string(),
-        })
-    }
-
-    fn configure(&self, settings: &mut Settings) {
-        match self {
-            Database::Sqlite(dir) => settings.data_dir = dir.path().to_path_buf(),
-            Database::Postgres { url, .. } => settings.database_url = Some(url.clone()),
-        }
-    }
-
-    async fn describe(&self, sqlite_sync: SqliteSync) -> String {
-        match self {
-            Database::Sqlite(_) => format!("SQLite, WAL, synchronous={}", sync_name(sqlite_sync)),
-            Database::Postgres { admin, .. } => {
-                let version: Option<String> = sqlx::query_scalar("SHOW server_version")
-                    .fetch_one(admin)
-                    .await
-                    .ok();
-                format!(
-                    "PostgreSQL {}",
-                    version.as_deref().unwrap_or("(unknown version)")
-                )
-            }
-        }
-    }
-
-    async fn remove(self, keep: bool) -> anyhow::Result<()> {
-        if keep {
-            match self {
-                Database::Sqlite(dir) => eprintln!("kept the database in {}", dir.keep().display()),
-                Database::Postgres { admin, url, .. } => {
-                    eprintln!(
-                        "kept the database {}",
-                        memvault::config::mask_url_password(&url)
-                    );
-                    admin.close().await;
-                }
-            }
-            return Ok(());
-        }
-        match self {
-            Database::Sqlite(dir) => dir.close().context("cannot remove the SQLite directory"),
-            Database::Postgres { admin, name, .. } => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )))
-                .execute(&admin)
-                .await
-                .with_context(|| format!("cannot drop the database {name}; drop it by hand"))?;
-                admin.close().await;
-                Ok(())
-            }
-        }
     }
 }
 
@@ -437,19 +342,6 @@ fn process_cpu_time() -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
-/// Nearest-rank percentile of sorted latencies, in milliseconds.
-fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    millis(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1_000.0
-}
-
 fn print_table(backend: &str, passes: &[Pass]) {
     println!(
         "| pass | operation | backend | concurrency | requests | errors | req/s | p50 ms | p95 ms | p99 ms | max ms | CPU |"
@@ -504,7 +396,12 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
     let app = Application::build(&settings)
         .await
         .context("cannot start memvault")?;
-    let backend = database.describe(config.sqlite_sync).await;
+    let backend = database
+        .describe(&format!(
+            "SQLite, WAL, synchronous={}",
+            sync_name(config.sqlite_sync)
+        ))
+        .await;
     let expected_backend = if config.postgres_url.is_some() {
         Backend::Postgres
     } else {
@@ -605,7 +502,7 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let database = Database::create(&config).await?;
+    let database = Database::create(config.postgres_url.as_deref()).await?;
     let outcome = bench(&config, &database).await;
     let removed = database.remove(config.keep_database).await;
     let errors = outcome?;

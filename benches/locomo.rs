@@ -82,6 +82,9 @@
 //!   bench's own.
 //! - `LOCOMO_DATES` (`on`): `off` saves turns without the `[<session date_time>]` prefix.
 
+#[path = "common/database.rs"]
+mod database;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -89,6 +92,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use database::{is_postgres, percentile_ms, Database};
 use memvault::config::{MemoryLimits, Settings, Switch};
 use memvault::services::AccountsService;
 use memvault::startup::Application;
@@ -96,8 +100,6 @@ use memvault::storage::Backend;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 /// Where the data is looked for when `LOCOMO_PATH` is unset, relative to the package root.
@@ -191,10 +193,6 @@ fn env_count(name: &str, min: usize) -> anyhow::Result<Option<usize>> {
         },
         None => Ok(None),
     }
-}
-
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
 impl Config {
@@ -547,99 +545,6 @@ fn self_check() {
 }
 
 // ----- the database -------------------------------------------------------------------------
-
-/// The database under test: created before the server starts, removed after it stops.
-enum Database {
-    Sqlite(tempfile::TempDir),
-    Postgres {
-        admin: PgPool,
-        name: String,
-        url: String,
-    },
-}
-
-impl Database {
-    async fn create(config: &Config) -> anyhow::Result<Self> {
-        let Some(admin_url) = &config.postgres_url else {
-            let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-            return Ok(Database::Sqlite(dir));
-        };
-        let admin = PgPoolOptions::new()
-            .max_connections(1)
-            .connect(admin_url)
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot connect to {}",
-                    memvault::config::mask_url_password(admin_url)
-                )
-            })?;
-        let name = format!("memvault_bench_{}", Uuid::new_v4().simple());
-        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&admin)
-            .await
-            .with_context(|| format!("cannot create the database {name}"))?;
-        let mut url = url::Url::parse(admin_url).context("invalid PostgreSQL URL")?;
-        url.set_path(&format!("/{name}"));
-        Ok(Database::Postgres {
-            admin,
-            name,
-            url: url.to_string(),
-        })
-    }
-
-    fn configure(&self, settings: &mut Settings) {
-        match self {
-            Database::Sqlite(dir) => settings.data_dir = dir.path().to_path_buf(),
-            Database::Postgres { url, .. } => settings.database_url = Some(url.clone()),
-        }
-    }
-
-    async fn describe(&self) -> String {
-        match self {
-            Database::Sqlite(_) => "SQLite".to_string(),
-            Database::Postgres { admin, .. } => {
-                let version: Option<String> = sqlx::query_scalar("SHOW server_version")
-                    .fetch_one(admin)
-                    .await
-                    .ok();
-                format!(
-                    "PostgreSQL {}",
-                    version.as_deref().unwrap_or("(unknown version)")
-                )
-            }
-        }
-    }
-
-    async fn remove(self, keep: bool) -> anyhow::Result<()> {
-        if keep {
-            match self {
-                Database::Sqlite(dir) => eprintln!("kept the database in {}", dir.keep().display()),
-                Database::Postgres { admin, url, .. } => {
-                    eprintln!(
-                        "kept the database {}",
-                        memvault::config::mask_url_password(&url)
-                    );
-                    admin.close().await;
-                }
-            }
-            return Ok(());
-        }
-        match self {
-            Database::Sqlite(dir) => dir.close().context("cannot remove the SQLite directory"),
-            Database::Postgres { admin, name, .. } => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )))
-                .execute(&admin)
-                .await
-                .with_context(|| format!("cannot drop the database {name}; drop it by hand"))?;
-                admin.close().await;
-                Ok(())
-            }
-        }
-    }
-}
 
 // ----- HTTP ---------------------------------------------------------------------------------
 
@@ -1071,19 +976,6 @@ async fn search_all(
 
 // ----- figures ------------------------------------------------------------------------------
 
-/// Nearest-rank percentile of sorted latencies, in milliseconds.
-fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    millis(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1_000.0
-}
-
 fn percent(share: f64) -> String {
     if share.is_nan() {
         "n/a".to_string()
@@ -1402,7 +1294,7 @@ async fn bench(
             settings.embedding_model_dir.display()
         )
     })?;
-    let backend = database.describe().await;
+    let backend = database.describe("SQLite").await;
     let expected_backend = if config.postgres_url.is_some() {
         Backend::Postgres
     } else {
@@ -1554,7 +1446,7 @@ async fn main() -> anyhow::Result<()> {
     if config.data_only {
         return Ok(());
     }
-    let database = Database::create(&config).await?;
+    let database = Database::create(config.postgres_url.as_deref()).await?;
     let outcome = bench(&config, &database, conversations, started).await;
     let removed = database.remove(config.keep_database).await;
     let errors = outcome?;

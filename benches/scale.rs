@@ -1,0 +1,1766 @@
+//! Latency at scale: one workspace holding `BENCH_MEMORIES` (100,000) memories of real text,
+//! driven over real HTTP against memvault started in-process.
+//!
+//! Run with `cargo bench --bench scale` (a release build). Seeding is bound by the embedding
+//! model: about 50 saves/s on 2 idle cores, so 100,000 memories take over half an hour. While developing, use a small size:
+//! `BENCH_MEMORIES=3000 BENCH_QUERIES=50 cargo bench --bench scale`. The Markdown report goes
+//! to stdout; progress and server warnings go to stderr.
+//!
+//! Environment:
+//! - `BENCH_MEMORIES` (100000): saves sent to seed the workspace.
+//! - `BENCH_CONCURRENCY` (16): clients in flight while seeding and in the concurrent search
+//!   passes.
+//! - `BENCH_QUERIES` (300): queries per search pass (at most 542: every measured pass needs
+//!   queries never asked before, and SciFact has 1,105 distinct ones).
+//! - `SCIFACT_DIR` (`../shared/bench/scifact`, relative to the package root): the SciFact corpus
+//!   (`corpus.jsonl` with `_id`, `title`, `text`; `queries.jsonl` with `_id`, `text`). Read in
+//!   place, never copied; when it is missing the benchmark says where it looked and exits 2.
+//! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
+//!   fresh database created on that server and dropped at the end; otherwise SQLite (WAL,
+//!   `synchronous=full`, the server default) in a temporary directory.
+//! - `BENCH_KEEP_DATABASE` (unset): when `1`, the database is kept (its location is printed).
+//!
+//! Corpus: every abstract of SciFact is split on `". "` into sentences; the distinct ones of
+//! 30 to 300 characters are the first memories. When they are fewer than needed, the rest are
+//! `"<title>: <sentence>"`: first each sentence with the title of its own abstract, then with
+//! the title of the next abstract, and so on. Every text is distinct.
+//!
+//! What happens, in order, and what each figure means:
+//! 1. The embedding model is loaded once (**model load**) and shared by both servers below, so
+//!    the process holds one model, as a real server does.
+//! 2. **Seeding**: a first server (rate limits off, every plan's memory limit at 10,000,000,
+//!    log level `warn`) on an empty database receives `BENCH_MEMORIES` saves
+//!    (`POST /api/memories {"content": ...}`, the real save path: embedding, near-duplicate
+//!    and supersession checks) from `BENCH_CONCURRENCY` closed-loop clients; progress on stderr
+//!    every 5,000, and a table of throughput, latency and RSS by stage of 5,000 in the report.
+//!    Answers are counted by status (`created`, `duplicate`, `superseded`).
+//!    **Save at scale (concurrent)** is p50/p95/p99 of the last 2,000 saves sent (the workspace
+//!    then holds nearly all its memories), with the clients still queueing for the model.
+//! 3. The first server is stopped; the benchmark then waits until the process is idle (index
+//!    maintenance the first server had started finishes on its blocking thread).
+//! 4. **Start-up**: a second server is built on the same database (`Application::build_with`
+//!    with the loaded model: database open, migrations, the search indexes rebuilt from every
+//!    stored memory and vector). **Index maintenance** is then the wait until the background
+//!    HNSW segment builds the rebuild scheduled are done
+//!    (`Application::wait_for_index_maintenance`); searches before that would scan a larger
+//!    exact tail. A cold start of the binary costs model load + start-up.
+//! 5. **Search** (`GET /api/memories/search?q=...&limit=10`) with SciFact queries, after 20
+//!    warm-up queries not reused: single client (sequential, so p50 is the latency of one
+//!    request) in `keyword` mode (BM25, no embedding), `hybrid` mode with a **fresh** query
+//!    (first time it is asked: the query is embedded), `hybrid` with the same queries again
+//!    (**cached** query vector) and `semantic` cached (vectors only); then
+//!    `BENCH_CONCURRENCY` clients in `hybrid` mode, with fresh queries and with cached ones,
+//!    for throughput. Every search must answer 200 with `{"results": [...], "total": n}`, `n`
+//!    the number of results.
+//! 6. **Save at scale (single client)**: 300 more saves, one at a time, on the second server.
+//! 7. **The model alone**, called directly (no HTTP, no cache), last: the measured queries one
+//!    at a time (what a fresh query adds to a search), the texts of step 6 one at a time (what
+//!    embedding adds to a save), and the first 512 seeded texts in batches of
+//!    `min(BENCH_CONCURRENCY, 32)` (the ceiling of the seeding throughput, since the save
+//!    batcher groups concurrent saves the same way).
+//! 8. **RSS**: `VmRSS` (resident now) and `VmHWM` (peak so far) of this process, which holds
+//!    the server, the model and the HTTP clients, read from `/proc/self/status` after seeding,
+//!    after the restart and maintenance, after the searches and after the single-client saves
+//!    (before step 7, whose own allocations are not the server's). Memory the first server
+//!    freed may stay mapped by the allocator, so the figures after the restart are an upper
+//!    bound of what a freshly started server would hold.
+//! 9. **Other load**: the CPU time other processes used during each phase, as a share of all
+//!    cores (`/proc/stat` busy time minus this process's): the machine may be shared, and
+//!    the figures are only comparable when that share is low.
+//!
+//! Latency runs from sending a request to reading its whole body. `CPU` is the CPU time of
+//! this process (server and clients; not a PostgreSQL server) over the wall time of a pass.
+//! The targets (search p50 <= 10 ms and p95 <= 25 ms with a fresh embedding, save p50 <= 15 ms,
+//! RSS <= 500 MB) are reported as met or not; missing one does not fail the run. Any unexpected
+//! answer does: it is counted by kind, the first ones are shown (on stderr and in the report),
+//! the measurement goes on, and the benchmark exits non-zero at the end. Seeding stops early
+//! only when more than 100 saves, and more than 1 in 20, failed.
+
+#[path = "common/database.rs"]
+mod database;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use database::{is_postgres, millis, percentile_ms, Database};
+use memvault::config::{MemoryLimits, Settings, Switch};
+use memvault::embedding::{Embedder, BATCH_SIZE};
+use memvault::services::AccountsService;
+use memvault::startup::{load_embedder, Application, Overrides};
+use memvault::storage::Backend;
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+/// The memory limit of every plan during the benchmark: never reached.
+const NO_MEMORY_LIMIT: u64 = 10_000_000;
+/// Error messages kept per pass, to show what went wrong.
+const ERROR_SAMPLES: usize = 5;
+/// Seeding stops sending once this many answers were unexpected and they are more than 1 in
+/// [`MAX_SEED_ERROR_RATIO`] of the saves answered: the server is failing, not racing.
+const MAX_SEED_ERRORS: usize = 100;
+const MAX_SEED_ERROR_RATIO: usize = 20;
+/// Characters of an unexpected response body shown in its error message.
+const BODY_SHOWN: usize = 300;
+/// Passes shorter than this show no CPU figure: the kernel counts CPU time in 10 ms ticks.
+const MIN_WALL_FOR_CPU: Duration = Duration::from_millis(200);
+/// Seeding progress is shown every this many saves.
+const PROGRESS_EVERY: usize = 5_000;
+/// The last saves of the seeding whose latency is the save latency at scale.
+const TAIL_SAVES: usize = 2_000;
+/// Single-client saves at the end.
+const SINGLE_SAVES: usize = 300;
+/// Queries asked before any measured search, never reused.
+const WARMUP_QUERIES: usize = 20;
+/// Memory texts the model embeds alone in batches, to measure its throughput.
+const MODEL_BATCHED_TEXTS: usize = 512;
+/// `limit` of every search.
+const SEARCH_LIMIT: usize = 10;
+/// Sentence lengths kept, in characters.
+const SENTENCE_CHARS: std::ops::RangeInclusive<usize> = 30..=300;
+/// Longest wait for the index maintenance after the restart.
+const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Longest wait for the process to go idle after the first server stopped.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// The targets of the issue.
+const TARGET_SEARCH_P50_MS: f64 = 10.0;
+const TARGET_SEARCH_P95_MS: f64 = 25.0;
+const TARGET_SAVE_P50_MS: f64 = 15.0;
+const TARGET_RSS_MB: f64 = 500.0;
+
+struct Config {
+    memories: usize,
+    concurrency: usize,
+    queries: usize,
+    scifact_dir: PathBuf,
+    postgres_url: Option<String>,
+    keep_database: bool,
+}
+
+impl Config {
+    fn from_env() -> anyhow::Result<Self> {
+        let postgres_url = match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
+            Ok(url) if is_postgres(&url) => Some(url),
+            Ok(url) if !url.trim().is_empty() => {
+                bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
+            }
+            // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
+            _ => std::env::var("DATABASE_URL")
+                .ok()
+                .filter(|url| is_postgres(url)),
+        };
+        let scifact_dir = match std::env::var("SCIFACT_DIR") {
+            Ok(dir) if !dir.trim().is_empty() => PathBuf::from(dir),
+            _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scifact"),
+        };
+        Ok(Config {
+            memories: env_count("BENCH_MEMORIES", 100_000, 1)?,
+            concurrency: env_count("BENCH_CONCURRENCY", 16, 1)?,
+            queries: env_count("BENCH_QUERIES", 300, 1)?,
+            scifact_dir,
+            postgres_url,
+            keep_database: std::env::var("BENCH_KEEP_DATABASE").is_ok_and(|v| v.trim() == "1"),
+        })
+    }
+}
+
+fn env_count(name: &str, default: usize, min: usize) -> anyhow::Result<usize> {
+    match std::env::var(name) {
+        Ok(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if n >= min => Ok(n),
+            _ => bail!("{name} must be an integer of at least {min}, not `{raw}`"),
+        },
+        Err(_) => Ok(default),
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// Corpus
+
+#[derive(Deserialize)]
+struct Document {
+    title: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct QueryLine {
+    text: String,
+}
+
+/// What the benchmark saves and asks, from SciFact.
+struct Corpus {
+    documents: usize,
+    /// Distinct texts, sentences alone first, then titled sentences (shared with the clients,
+    /// never copied: the process's RSS includes them).
+    texts: Arc<Vec<String>>,
+    /// How many of `texts` are sentences alone.
+    plain: usize,
+    /// Distinct query texts, in file order.
+    queries: Vec<String>,
+}
+
+/// Reads SciFact, or says loudly where it looked and exits 2.
+fn load_corpus(dir: &Path, wanted: usize) -> anyhow::Result<Corpus> {
+    let corpus_file = dir.join("corpus.jsonl");
+    let queries_file = dir.join("queries.jsonl");
+    for file in [&corpus_file, &queries_file] {
+        if !file.is_file() {
+            eprintln!();
+            eprintln!("==================================================================");
+            eprintln!("ERROR: the SciFact corpus is missing.");
+            eprintln!("  looked for: {}", file.display());
+            eprintln!("  directory:  {}", dir.display());
+            eprintln!("  set SCIFACT_DIR to the directory holding corpus.jsonl and queries.jsonl");
+            eprintln!("==================================================================");
+            std::process::exit(2);
+        }
+    }
+    let documents: Vec<Document> = read_jsonl(&corpus_file)?;
+    let queries: Vec<QueryLine> = read_jsonl(&queries_file)?;
+    let (texts, plain) = memory_texts(&documents, wanted);
+    let mut seen = HashSet::new();
+    let queries = queries
+        .into_iter()
+        .map(|q| q.text.trim().to_string())
+        .filter(|q| !q.is_empty() && q.chars().count() <= 1_000 && seen.insert(q.clone()))
+        .collect();
+    Ok(Corpus {
+        documents: documents.len(),
+        texts: Arc::new(texts),
+        plain,
+        queries,
+    })
+}
+
+fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{}:{}: not a SciFact line", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Up to `wanted` distinct memory texts, and how many of them are sentences alone.
+fn memory_texts(documents: &[Document], wanted: usize) -> (Vec<String>, usize) {
+    let sentences: Vec<Vec<&str>> = documents
+        .iter()
+        .map(|d| {
+            d.text
+                .split(". ")
+                .map(str::trim)
+                .filter(|s| SENTENCE_CHARS.contains(&s.chars().count()))
+                .collect()
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut texts = Vec::with_capacity(wanted);
+    for sentence in sentences.iter().flatten() {
+        if texts.len() == wanted {
+            break;
+        }
+        if seen.insert(sentence.to_string()) {
+            texts.push(sentence.to_string());
+        }
+    }
+    let plain = texts.len();
+    // Round r pairs the sentences of document i with the title of document i + r.
+    'rounds: for round in 0..documents.len() {
+        for (i, own) in sentences.iter().enumerate() {
+            let title = documents[(i + round) % documents.len()]
+                .title
+                .trim()
+                .trim_end_matches('.');
+            for sentence in own {
+                if texts.len() == wanted {
+                    break 'rounds;
+                }
+                let text = format!("{title}: {sentence}");
+                if seen.insert(text.clone()) {
+                    texts.push(text);
+                }
+            }
+        }
+    }
+    (texts, plain)
+}
+
+// ----------------------------------------------------------------------------------------
+// Database (as in benches/http.rs)
+
+// ----------------------------------------------------------------------------------------
+// HTTP
+
+/// The running server as the clients see it.
+struct Target {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+/// How a save was answered.
+#[derive(Clone, Copy)]
+enum SaveStatus {
+    Created,
+    Duplicate,
+    Superseded,
+}
+
+impl Target {
+    async fn save(&self, content: &str) -> Result<SaveStatus, String> {
+        let request = self
+            .client
+            .post(format!("{}/api/memories", self.base))
+            .header("x-api-key", &self.key)
+            .json(&serde_json::json!({ "content": content }));
+        let bytes = expect(request, "POST /api/memories", StatusCode::CREATED).await?;
+        let saved: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("POST /api/memories: body is not JSON: {e}"))?;
+        if !saved["memory"]["id"].is_string() {
+            return Err(format!("POST /api/memories: no memory id in {saved}"));
+        }
+        match saved["status"].as_str() {
+            Some("created") => Ok(SaveStatus::Created),
+            Some("duplicate") => Ok(SaveStatus::Duplicate),
+            Some("superseded") => Ok(SaveStatus::Superseded),
+            _ => Err(format!("POST /api/memories: unexpected status in {saved}")),
+        }
+    }
+
+    /// One search; the number of results.
+    async fn search(&self, query: &str, mode: &str) -> Result<usize, String> {
+        let mut url = url::Url::parse(&format!("{}/api/memories/search", self.base))
+            .map_err(|e| format!("bad base URL: {e}"))?;
+        url.query_pairs_mut()
+            .append_pair("q", query)
+            .append_pair("limit", &SEARCH_LIMIT.to_string())
+            .append_pair("mode", mode);
+        let what = format!("GET /api/memories/search (mode={mode})");
+        let request = self.client.get(url).header("x-api-key", &self.key);
+        let bytes = expect(request, &what, StatusCode::OK).await?;
+        let body: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{what}: body is not JSON: {e}"))?;
+        let (Some(results), Some(total)) = (body["results"].as_array(), body["total"].as_u64())
+        else {
+            return Err(format!(
+                "{what}: expected {{\"results\": [...], \"total\": n}}, got {}",
+                shorten(&body.to_string())
+            ));
+        };
+        if total as usize != results.len() || results.len() > SEARCH_LIMIT {
+            return Err(format!(
+                "{what}: total {total} with {} results (limit {SEARCH_LIMIT})",
+                results.len()
+            ));
+        }
+        Ok(results.len())
+    }
+
+    /// How many current memories the workspace's list reports (not timed).
+    async fn memory_total(&self) -> anyhow::Result<u64> {
+        let request = self
+            .client
+            .get(format!("{}/api/memories?limit=1", self.base))
+            .header("x-api-key", &self.key);
+        let bytes = expect(request, "GET /api/memories?limit=1", StatusCode::OK)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let list: serde_json::Value = serde_json::from_slice(&bytes)?;
+        list["total"].as_u64().context("no total in the list")
+    }
+}
+
+/// The kind of an error message of [`expect`]: the status answered, else the request that
+/// failed.
+fn error_kind(error: &str) -> String {
+    match error.split_once(", got ") {
+        Some((what, rest)) => {
+            let status = rest.split(':').next().unwrap_or(rest);
+            format!("{what}: {status}")
+        }
+        None => shorten(
+            error
+                .split(": ")
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(": ")
+                .as_str(),
+        ),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(BODY_SHOWN).collect()
+}
+
+/// Sends `request` and reads the whole body; an error unless the status is `expected`.
+async fn expect(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    expected: StatusCode,
+) -> Result<Vec<u8>, String> {
+    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
+    let status = response.status();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| format!("{what}: reading the body: {e}"))?;
+    if status != expected {
+        let body = shorten(&String::from_utf8_lossy(&bytes));
+        return Err(format!("{what}: expected {expected}, got {status}: {body}"));
+    }
+    Ok(bytes.to_vec())
+}
+
+// ----------------------------------------------------------------------------------------
+// Passes
+
+/// What one pass measured.
+#[derive(Default)]
+struct Pass {
+    requests: usize,
+    errors: usize,
+    error_samples: Vec<String>,
+    /// Unexpected answers by kind (status, or how the request failed).
+    error_kinds: BTreeMap<String, usize>,
+    wall: Duration,
+    /// CPU time of this process during the pass, when the pass was long enough to tell.
+    cpu: Option<Duration>,
+    /// Latencies of the requests answered as expected, sorted.
+    latencies: Vec<Duration>,
+    /// Results returned in all (searches).
+    results: usize,
+    /// Searches that returned nothing.
+    empty: usize,
+}
+
+impl Pass {
+    fn finish(&mut self, started: Instant, cpu_before: Option<Duration>, label: &str) {
+        self.wall = started.elapsed();
+        if let (Some(before), Some(after)) = (cpu_before, process_cpu_time()) {
+            self.cpu = after
+                .checked_sub(before)
+                .filter(|_| self.wall >= MIN_WALL_FOR_CPU);
+        }
+        self.latencies.sort_unstable();
+        self.error_samples.truncate(ERROR_SAMPLES);
+        for sample in &self.error_samples {
+            eprintln!("[{label}] {sample}");
+        }
+    }
+
+    fn merge(&mut self, other: Pass) {
+        self.latencies.extend(other.latencies);
+        self.errors += other.errors;
+        self.error_samples.extend(other.error_samples);
+        for (kind, count) in other.error_kinds {
+            *self.error_kinds.entry(kind).or_default() += count;
+        }
+        self.results += other.results;
+        self.empty += other.empty;
+    }
+
+    fn error(&mut self, error: String) {
+        self.errors += 1;
+        *self.error_kinds.entry(error_kind(&error)).or_default() += 1;
+        if self.error_samples.len() < ERROR_SAMPLES {
+            self.error_samples.push(error);
+        }
+    }
+
+    fn throughput(&self) -> f64 {
+        self.requests as f64 / self.wall.as_secs_f64()
+    }
+
+    fn cpu_share(&self) -> String {
+        self.cpu.map_or_else(
+            || "n/a".to_string(),
+            |cpu| {
+                format!(
+                    "{:.0}%",
+                    100.0 * cpu.as_secs_f64() / self.wall.as_secs_f64()
+                )
+            },
+        )
+    }
+
+    fn p(&self, p: f64) -> f64 {
+        percentile_ms(&self.latencies, p)
+    }
+
+    fn max(&self) -> f64 {
+        self.latencies.last().copied().map_or(f64::NAN, millis)
+    }
+}
+
+/// `queries` asked in `mode`, `concurrency` at a time (closed loop).
+async fn run_searches(
+    target: &Arc<Target>,
+    label: &str,
+    queries: &[String],
+    mode: &'static str,
+    concurrency: usize,
+) -> anyhow::Result<Pass> {
+    let queries = Arc::new(queries.to_vec());
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    let clients: Vec<_> = (0..concurrency.min(queries.len()).max(1))
+        .map(|_| {
+            let (target, queries, next) = (target.clone(), queries.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut out = Pass::default();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(query) = queries.get(i) else { break };
+                    let sent = Instant::now();
+                    match target.search(query, mode).await {
+                        Ok(found) => {
+                            out.latencies.push(sent.elapsed());
+                            out.results += found;
+                            out.empty += usize::from(found == 0);
+                        }
+                        Err(error) => out.error(error),
+                    }
+                }
+                out
+            })
+        })
+        .collect();
+    let mut pass = Pass {
+        requests: queries.len(),
+        ..Pass::default()
+    };
+    for client in futures::future::join_all(clients).await {
+        pass.merge(client.context("a benchmark client panicked")?);
+    }
+    pass.finish(started, cpu_before, label);
+    Ok(pass)
+}
+
+/// A save pass: latencies by the order the saves were sent, and the answers by status.
+struct Seeding {
+    pass: Pass,
+    /// Latency of save `i` (in the order sent), `None` when it failed.
+    by_order: Vec<Option<Duration>>,
+    /// Stopped sending because too many answers were unexpected.
+    stopped_early: bool,
+    /// The progress reports, in order.
+    milestones: Vec<Milestone>,
+    created: usize,
+    duplicate: usize,
+    superseded: usize,
+}
+
+impl Seeding {
+    /// Sorted latencies of the saves sent in `range` (in the order sent).
+    fn sent(&self, range: std::ops::Range<usize>) -> Vec<Duration> {
+        let range = range.start.min(self.by_order.len())..range.end.min(self.by_order.len());
+        let mut sent: Vec<Duration> = self.by_order[range].iter().flatten().copied().collect();
+        sent.sort_unstable();
+        sent
+    }
+
+    /// Sorted latencies of the last `n` saves sent.
+    fn tail(&self, n: usize) -> Vec<Duration> {
+        let from = self.by_order.len().saturating_sub(n);
+        let mut tail: Vec<Duration> = self.by_order[from..].iter().flatten().copied().collect();
+        tail.sort_unstable();
+        tail
+    }
+}
+
+#[derive(Default)]
+struct SaveCounters {
+    done: AtomicUsize,
+    created: AtomicUsize,
+    duplicate: AtomicUsize,
+    superseded: AtomicUsize,
+    errors: AtomicUsize,
+    /// Every progress report: saves answered, time since the start, resident memory.
+    milestones: std::sync::Mutex<Vec<Milestone>>,
+}
+
+/// Where the seeding stood at one progress report.
+#[derive(Clone, Copy)]
+struct Milestone {
+    done: usize,
+    elapsed: Duration,
+    memory: Option<MemoryStatus>,
+}
+
+/// Saves `texts[range]`, `concurrency` at a time (closed loop); progress on stderr when `progress`.
+async fn run_saves(
+    target: &Arc<Target>,
+    label: &str,
+    texts: &Arc<Vec<String>>,
+    range: std::ops::Range<usize>,
+    concurrency: usize,
+    progress: bool,
+) -> anyhow::Result<Seeding> {
+    let total = range.len();
+    let first = range.start;
+    let next = Arc::new(AtomicUsize::new(0));
+    let counters = Arc::new(SaveCounters::default());
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    let clients: Vec<_> = (0..concurrency.min(total).max(1))
+        .map(|_| {
+            let (target, texts, next, counters) = (
+                target.clone(),
+                texts.clone(),
+                next.clone(),
+                counters.clone(),
+            );
+            tokio::spawn(async move {
+                let mut out = Pass::default();
+                let mut timed = Vec::new();
+                loop {
+                    let errors = counters.errors.load(Ordering::Relaxed);
+                    let done = counters.done.load(Ordering::Relaxed);
+                    if errors >= MAX_SEED_ERRORS && errors * MAX_SEED_ERROR_RATIO > done {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    let sent = Instant::now();
+                    let outcome = target.save(&texts[first + i]).await;
+                    let latency = sent.elapsed();
+                    match outcome {
+                        Ok(status) => {
+                            timed.push((i, latency));
+                            out.latencies.push(latency);
+                            let counter = match status {
+                                SaveStatus::Created => &counters.created,
+                                SaveStatus::Duplicate => &counters.duplicate,
+                                SaveStatus::Superseded => &counters.superseded,
+                            };
+                            counter.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(error) => {
+                            counters.errors.fetch_add(1, Ordering::Relaxed);
+                            out.error(error);
+                        }
+                    }
+                    let done = counters.done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if progress && (done % PROGRESS_EVERY == 0 || done == total) {
+                        show_progress(&counters, done, total, started.elapsed());
+                    }
+                }
+                (out, timed)
+            })
+        })
+        .collect();
+    let mut pass = Pass {
+        requests: total,
+        ..Pass::default()
+    };
+    let mut by_order = vec![None; total];
+    for client in futures::future::join_all(clients).await {
+        let (out, timed) = client.context("a benchmark client panicked")?;
+        pass.merge(out);
+        for (i, latency) in timed {
+            by_order[i] = Some(latency);
+        }
+    }
+    pass.finish(started, cpu_before, label);
+    let sent = counters.done.load(Ordering::Relaxed);
+    let stopped_early = sent < total;
+    if stopped_early {
+        eprintln!(
+            "[{label}] stopped after {} unexpected answers: {} saves not sent",
+            pass.errors,
+            total - sent
+        );
+    }
+    Ok(Seeding {
+        pass,
+        stopped_early,
+        milestones: {
+            let mut milestones = counters
+                .milestones
+                .lock()
+                .map(|m| m.clone())
+                .unwrap_or_default();
+            milestones.sort_by_key(|m| m.done);
+            milestones
+        },
+        by_order,
+        created: counters.created.load(Ordering::Relaxed),
+        duplicate: counters.duplicate.load(Ordering::Relaxed),
+        superseded: counters.superseded.load(Ordering::Relaxed),
+    })
+}
+
+fn show_progress(counters: &SaveCounters, done: usize, total: usize, elapsed: Duration) {
+    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+    let eta = (total - done) as f64 / rate.max(1e-9);
+    let memory = memory_status();
+    if let Ok(mut milestones) = counters.milestones.lock() {
+        milestones.push(Milestone {
+            done,
+            elapsed,
+            memory,
+        });
+    }
+    let rss = memory.map_or_else(|| "n/a".to_string(), |m| format!("{:.0} MB", m.rss));
+    eprintln!(
+        "seeding: {done}/{total} saves in {:.0} s ({rate:.0}/s, about {:.0} s left); created {}, \
+         duplicate {}, superseded {}, errors {}; RSS {rss}",
+        elapsed.as_secs_f64(),
+        eta,
+        counters.created.load(Ordering::Relaxed),
+        counters.duplicate.load(Ordering::Relaxed),
+        counters.superseded.load(Ordering::Relaxed),
+        counters.errors.load(Ordering::Relaxed),
+    );
+}
+
+/// `texts` embedded by calling the model directly (no HTTP, no cache), `batch` texts per call,
+/// one call after the other; one latency per call.
+async fn embed_alone(
+    embedder: &Arc<dyn Embedder>,
+    label: &str,
+    texts: &[String],
+    batch: usize,
+) -> anyhow::Result<Pass> {
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    let mut pass = Pass::default();
+    for chunk in texts.chunks(batch.max(1)) {
+        pass.requests += 1;
+        let sent = Instant::now();
+        match embedder.embed(chunk.to_vec()).await {
+            Ok(vectors) if vectors.len() == chunk.len() => {
+                pass.latencies.push(sent.elapsed());
+                pass.results += chunk.len();
+            }
+            Ok(vectors) => pass.error(format!(
+                "{} vectors for {} texts",
+                vectors.len(),
+                chunk.len()
+            )),
+            Err(error) => pass.error(format!("embedding failed: {error}")),
+        }
+    }
+    pass.finish(started, cpu_before, label);
+    Ok(pass)
+}
+
+/// What the model alone does, to tell what bounds search and save.
+struct ModelAlone {
+    /// One query per call (the measured queries).
+    query: Pass,
+    /// One memory text per call (the texts of the single-client saves).
+    memory: Pass,
+    /// Memory texts in batches of `batch` (as the save batcher groups them while seeding).
+    batched: Pass,
+    batch: usize,
+}
+
+// ----------------------------------------------------------------------------------------
+// Process and machine
+
+/// User plus system CPU time of this whole process, from `/proc/self/stat` (Linux; `None`
+/// elsewhere). The kernel reports it in ticks of 1/100 s (`USER_HZ`).
+fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses: state is field 3, utime 14.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// CPU time of the whole machine and of this process at one moment.
+#[derive(Clone, Copy)]
+struct Load {
+    at: Instant,
+    /// Busy time of all CPUs (everything but idle and iowait), from `/proc/stat`.
+    machine_busy: Duration,
+    own: Duration,
+}
+
+fn load_now() -> Option<Load> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...: guest time is counted in user.
+    let busy: u64 = ticks.iter().take(8).sum::<u64>() - ticks.get(3)? - ticks.get(4)?;
+    Some(Load {
+        at: Instant::now(),
+        machine_busy: Duration::from_millis(busy * 10),
+        own: process_cpu_time()?,
+    })
+}
+
+/// Share of all the machine's cores that other processes used between `a` and `b`.
+fn others_share(a: Option<Load>, b: Option<Load>, cores: usize) -> String {
+    let (Some(a), Some(b)) = (a, b) else {
+        return "n/a".to_string();
+    };
+    let busy = b.machine_busy.saturating_sub(a.machine_busy);
+    let own = b.own.saturating_sub(a.own);
+    let wall = b.at.duration_since(a.at).as_secs_f64() * cores as f64;
+    format!(
+        "{:.0}%",
+        100.0 * busy.saturating_sub(own).as_secs_f64() / wall.max(1e-9)
+    )
+}
+
+/// Resident memory of this process, in MB (10^6 bytes).
+#[derive(Clone, Copy)]
+struct MemoryStatus {
+    /// `VmRSS`: resident now.
+    rss: f64,
+    /// `VmHWM`: the peak resident so far.
+    hwm: f64,
+}
+
+fn memory_status() -> Option<MemoryStatus> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: f64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb * 1024.0 / 1e6)
+    };
+    Some(MemoryStatus {
+        rss: field("VmRSS:")?,
+        hwm: field("VmHWM:")?,
+    })
+}
+
+/// Waits until this process uses less than 10% of one core over a second; how long that took,
+/// `None` when `timeout` passed first (or CPU time cannot be read).
+async fn wait_until_idle(timeout: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut before = process_cpu_time()?;
+    while started.elapsed() < timeout {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = process_cpu_time()?;
+        if now.saturating_sub(before) < Duration::from_millis(100) {
+            return Some(started.elapsed());
+        }
+        before = now;
+    }
+    None
+}
+
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    let output = std::process::Command::new(program)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, name)| name.trim().to_string())
+        })
+        .unwrap_or_else(|| "(unknown)".to_string())
+}
+
+fn commit() -> String {
+    let hash = command_output("git", &["rev-parse", "--short", "HEAD"])
+        .unwrap_or_else(|| "(unknown)".to_string());
+    match command_output("git", &["status", "--porcelain", "--untracked-files=no"]) {
+        Some(changes) if !changes.is_empty() => format!("{hash} plus uncommitted changes"),
+        _ => hash,
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(10) {
+        format!("{:.2} s", d.as_secs_f64())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn mb(m: Option<MemoryStatus>, hwm: bool) -> String {
+    m.map_or_else(
+        || "n/a".to_string(),
+        |m| format!("{:.0}", if hwm { m.hwm } else { m.rss }),
+    )
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "**not met**"
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// The benchmark
+
+/// A search pass: label, mode, query vector (none, fresh, cached), clients, what it measured.
+type SearchRow = (&'static str, &'static str, &'static str, usize, Pass);
+
+/// Everything measured, for the report.
+struct Measured {
+    backend: String,
+    model_load: Duration,
+    first_build: Duration,
+    seeding: Seeding,
+    total_after_seeding: u64,
+    rss_seeded: Option<MemoryStatus>,
+    idle_after_stop: Option<Duration>,
+    restart_build: Duration,
+    maintenance: Duration,
+    total_after_restart: u64,
+    rss_restarted: Option<MemoryStatus>,
+    searches: Vec<SearchRow>,
+    model: ModelAlone,
+    /// Machine load at the start, after seeding, after the restart, at the end.
+    loads: [Option<Load>; 4],
+    single_saves: Seeding,
+    /// After the searches.
+    rss_searched: Option<MemoryStatus>,
+    /// After the single-client saves (before the model is called alone).
+    rss_end: Option<MemoryStatus>,
+    db_connections: u32,
+}
+
+fn settings_for(database: &Database) -> Settings {
+    let mut settings = Settings {
+        listen: ([127, 0, 0, 1], 0).into(),
+        rate_limits: Switch::Off,
+        memory_limits: MemoryLimits {
+            free: NO_MEMORY_LIMIT,
+            hobby: NO_MEMORY_LIMIT,
+            pro: NO_MEMORY_LIMIT,
+            ultimate: NO_MEMORY_LIMIT,
+        },
+        log_level: "warn".to_string(),
+        ..Settings::default()
+    };
+    database.configure(&mut settings);
+    settings
+}
+
+/// Serves `app` until the returned sender is used or dropped.
+fn serve(
+    app: Application,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    (stop, server)
+}
+
+async fn shut_down(
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let _ = stop.send(());
+    match tokio::time::timeout(Duration::from_secs(60), server).await {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(error))) => Err(error.context("the server failed")),
+        Ok(Err(join)) => bail!("the server task failed: {join}"),
+        Err(_) => bail!("the server did not stop within 60 s"),
+    }
+}
+
+fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(concurrency)
+        .timeout(Duration::from_secs(120))
+        .build()?)
+}
+
+async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow::Result<Measured> {
+    let settings = settings_for(database);
+    memvault::telemetry::init(settings.log_format, &settings.log_level);
+    let backend = database
+        .describe("SQLite, WAL, synchronous=full (server default)")
+        .await;
+    let expected_backend = if config.postgres_url.is_some() {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
+    };
+    let n = config.memories;
+    eprintln!(
+        "memvault scale benchmark on {backend}: {n} memories, concurrency {}, {} queries per pass",
+        config.concurrency, config.queries
+    );
+
+    // 1. The model, shared by both servers.
+    let started = Instant::now();
+    let embedder = load_embedder(&settings)
+        .await
+        .context("cannot load the embedding model")?;
+    let model_load = started.elapsed();
+    let with_model = || Overrides {
+        embedder: Some(embedder.clone()),
+        ..Overrides::default()
+    };
+
+    // 2. Seeding through the first server.
+    let started = Instant::now();
+    let app = Application::build_with(&settings, with_model())
+        .await
+        .context("cannot start memvault")?;
+    let first_build = started.elapsed();
+    if app.store().backend() != expected_backend {
+        bail!(
+            "memvault opened {:?}, not {expected_backend:?}",
+            app.store().backend()
+        );
+    }
+    let (_, key) = AccountsService::new(app.store(), Some(app.workspaces().clone()))
+        .create_workspace("scale bench", None)
+        .await
+        .context("cannot create the benchmark workspace")?;
+    let http = client(config.concurrency)?;
+    let target = Arc::new(Target {
+        client: http.clone(),
+        base: format!("http://{}", app.local_addr()),
+        key: key.clone(),
+    });
+    let (stop, server) = serve(app);
+    let load_start = load_now();
+    let seeding = run_saves(
+        &target,
+        "seeding",
+        &corpus.texts,
+        0..n,
+        config.concurrency,
+        true,
+    )
+    .await;
+    let total_after_seeding = match &seeding {
+        Ok(_) => target.memory_total().await,
+        Err(_) => Ok(0),
+    };
+    let rss_seeded = memory_status();
+    let load_seeded = load_now();
+    drop(target);
+    shut_down(stop, server).await?;
+    let seeding = seeding?;
+    let total_after_seeding = total_after_seeding?;
+    if seeding.stopped_early {
+        bail!(
+            "seeding stopped: {} saves did not answer as expected (first ones shown above)",
+            seeding.pass.errors
+        );
+    }
+
+    // 3. Let the first server's background index work end.
+    eprintln!("first server stopped; waiting for the process to go idle");
+    let idle_after_stop = wait_until_idle(IDLE_TIMEOUT).await;
+
+    // 4. Restart on the same database: start-up (index rebuild), then index maintenance.
+    eprintln!("starting the second server on {total_after_seeding} memories");
+    let started = Instant::now();
+    let app = Application::build_with(&settings, with_model())
+        .await
+        .context("cannot restart memvault")?;
+    let restart_build = started.elapsed();
+    eprintln!(
+        "second server built in {}; waiting for index maintenance",
+        seconds(restart_build)
+    );
+    let started = Instant::now();
+    if !app.wait_for_index_maintenance(MAINTENANCE_TIMEOUT).await {
+        bail!(
+            "the index maintenance did not finish within {} after the restart",
+            seconds(MAINTENANCE_TIMEOUT)
+        );
+    }
+    let maintenance = started.elapsed();
+    let rss_restarted = memory_status();
+    let load_restarted = load_now();
+    let target = Arc::new(Target {
+        client: http,
+        base: format!("http://{}", app.local_addr()),
+        key,
+    });
+    let (stop, server) = serve(app);
+    let outcome = measure_restarted(&target, &embedder, config, corpus).await;
+    let total_after_restart = target.memory_total().await;
+    drop(target);
+    let load_end = load_now();
+    shut_down(stop, server).await?;
+    let total_after_restart = total_after_restart?;
+    let Restarted {
+        searches,
+        rss_searched,
+        single_saves,
+        rss_end,
+        model,
+    } = outcome?;
+
+    Ok(Measured {
+        backend,
+        model_load,
+        first_build,
+        seeding,
+        total_after_seeding,
+        rss_seeded,
+        idle_after_stop,
+        restart_build,
+        maintenance,
+        total_after_restart,
+        rss_restarted,
+        searches,
+        model,
+        loads: [load_start, load_seeded, load_restarted, load_end],
+        single_saves,
+        rss_searched,
+        rss_end,
+        db_connections: settings.db_max_connections,
+    })
+}
+
+/// What was measured on the restarted server.
+struct Restarted {
+    searches: Vec<SearchRow>,
+    rss_searched: Option<MemoryStatus>,
+    single_saves: Seeding,
+    rss_end: Option<MemoryStatus>,
+    model: ModelAlone,
+}
+
+/// Searches, single-client saves and the model alone, on the restarted server.
+async fn measure_restarted(
+    target: &Arc<Target>,
+    embedder: &Arc<dyn Embedder>,
+    config: &Config,
+    corpus: &Corpus,
+) -> anyhow::Result<Restarted> {
+    let (n, q, c) = (config.memories, config.queries, config.concurrency);
+    let measured = &corpus.queries[..q];
+    let fresh_concurrent = &corpus.queries[q..2 * q];
+    let warmup = &corpus.queries[corpus.queries.len() - WARMUP_QUERIES..];
+
+    eprintln!("searching");
+    let mut warm = run_searches(target, "warm-up", warmup, "hybrid", 1).await?;
+    warm.merge(run_searches(target, "warm-up", warmup, "keyword", 1).await?);
+    if warm.errors > 0 {
+        bail!("{} warm-up searches failed (shown above)", warm.errors);
+    }
+    let mut rows: Vec<SearchRow> = Vec::new();
+    // Order matters: keyword embeds nothing, so the hybrid pass after it still embeds every
+    // query for the first time; the passes after that find the vectors cached.
+    for (label, mode, vector, clients, queries) in [
+        ("single", "keyword", "none", 1, measured),
+        ("single", "hybrid", "fresh", 1, measured),
+        ("single", "hybrid", "cached", 1, measured),
+        ("single", "semantic", "cached", 1, measured),
+        ("concurrent", "hybrid", "fresh", c, fresh_concurrent),
+        ("concurrent", "hybrid", "cached", c, measured),
+    ] {
+        let pass = run_searches(target, label, queries, mode, clients).await?;
+        rows.push((label, mode, vector, clients, pass));
+    }
+
+    let rss_searched = memory_status();
+
+    eprintln!("{SINGLE_SAVES} single-client saves");
+    let single_saves = run_saves(
+        target,
+        "single-client saves",
+        &corpus.texts,
+        n..n + SINGLE_SAVES,
+        1,
+        false,
+    )
+    .await?;
+    let rss_end = memory_status();
+
+    // Last: calling the model directly allocates in this process too.
+    eprintln!("the model alone");
+    let batch = c.min(BATCH_SIZE);
+    let model = ModelAlone {
+        query: embed_alone(embedder, "one query", measured, 1).await?,
+        memory: embed_alone(
+            embedder,
+            "one memory text",
+            &corpus.texts[n..n + SINGLE_SAVES],
+            1,
+        )
+        .await?,
+        batched: embed_alone(
+            embedder,
+            "memory texts in batches",
+            &corpus.texts[..n.min(MODEL_BATCHED_TEXTS)],
+            batch,
+        )
+        .await?,
+        batch,
+    };
+
+    Ok(Restarted {
+        searches: rows,
+        rss_searched,
+        single_saves,
+        rss_end,
+        model,
+    })
+}
+
+fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let n = config.memories;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let nproc = command_output("nproc", &[]).unwrap_or_else(|| cores.to_string());
+    let seed = &m.seeding;
+    let tail = seed.tail(TAIL_SAVES);
+    let tail_n = tail.len();
+    let single = &m.single_saves;
+    let search = |mode: &str, vector: &str, clients: usize| {
+        m.searches
+            .iter()
+            .find(|r| r.1 == mode && r.2 == vector && r.3 == clients)
+            .map(|r| &r.4)
+    };
+
+    let _ = writeln!(w, "## memvault at scale: {n} memories in one workspace");
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| | |");
+    let _ = writeln!(w, "|---|---|");
+    let _ = writeln!(w, "| commit | `{}` |", commit());
+    let _ = writeln!(
+        w,
+        "| date (UTC) | {} |",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M")
+    );
+    let _ = writeln!(w, "| `nproc` | {nproc} |");
+    let _ = writeln!(w, "| CPU | {} |", cpu_model());
+    let _ = writeln!(w, "| database | {} |", m.backend);
+    let _ = writeln!(
+        w,
+        "| server | in-process, rate limits off, memory limits 10,000,000, log level `warn`, \
+         {} database connections, local all-MiniLM-L6-v2 (loaded once, shared by both servers) |",
+        m.db_connections
+    );
+    let _ = writeln!(
+        w,
+        "| configuration | BENCH_MEMORIES={n}, BENCH_CONCURRENCY={}, BENCH_QUERIES={}, \
+         search limit {SEARCH_LIMIT} |",
+        config.concurrency, config.queries
+    );
+    let plain_seeded = corpus.plain.min(n);
+    let _ = writeln!(
+        w,
+        "| corpus | SciFact (`{}`): {} abstracts; {plain_seeded} sentences alone + {} \
+         \"title: sentence\" texts seeded, all distinct; {} distinct queries |",
+        config.scifact_dir.display(),
+        corpus.documents,
+        n - plain_seeded,
+        corpus.queries.len()
+    );
+    let _ = writeln!(w);
+
+    let _ = writeln!(w, "### Seeding: `POST /api/memories`");
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "| saves | clients | wall | saves/s | created | duplicate | superseded | errors | CPU |"
+    );
+    let _ = writeln!(w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let _ = writeln!(
+        w,
+        "| {} | {} | {} | {:.0} | {} | {} | {} | {} | {} |",
+        seed.pass.requests,
+        config.concurrency,
+        seconds(seed.pass.wall),
+        seed.pass.throughput(),
+        seed.created,
+        seed.duplicate,
+        seed.superseded,
+        seed.pass.errors,
+        seed.pass.cpu_share()
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "Current memories in the workspace after seeding (`GET /api/memories` total): {}; after \
+         the restart and the single-client saves: {}.",
+        m.total_after_seeding, m.total_after_restart
+    );
+    let _ = writeln!(w);
+
+    if seed.milestones.len() > 1 {
+        let _ = writeln!(
+            w,
+            "Seeding by stage: throughput while the stage's saves were answered, latency of the \
+             saves sent in it, resident memory at its end."
+        );
+        let _ = writeln!(w);
+        let _ = writeln!(
+            w,
+            "| saves | elapsed | saves/s | p50 ms | p95 ms | VmRSS MB |"
+        );
+        let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
+        let mut before = (0, Duration::ZERO);
+        for milestone in &seed.milestones {
+            let latencies = seed.sent(before.0..milestone.done);
+            let rate = (milestone.done - before.0) as f64
+                / milestone
+                    .elapsed
+                    .saturating_sub(before.1)
+                    .as_secs_f64()
+                    .max(1e-9);
+            let _ = writeln!(
+                w,
+                "| {}..{} | {} | {rate:.0} | {:.1} | {:.1} | {} |",
+                before.0,
+                milestone.done,
+                seconds(milestone.elapsed),
+                percentile_ms(&latencies, 50.0),
+                percentile_ms(&latencies, 95.0),
+                mb(milestone.memory, false)
+            );
+            before = (milestone.done, milestone.elapsed);
+        }
+        let _ = writeln!(w);
+    }
+
+    let _ = writeln!(w, "### Save latency at scale");
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "| saves | clients | req/s | p50 ms | p95 ms | p99 ms | max ms | created / duplicate / superseded |"
+    );
+    let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|--:|---|");
+    let _ = writeln!(
+        w,
+        "| all {} seeding saves | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
+        seed.pass.requests,
+        config.concurrency,
+        seed.pass.throughput(),
+        seed.pass.p(50.0),
+        seed.pass.p(95.0),
+        seed.pass.p(99.0),
+        seed.pass.max(),
+        seed.created,
+        seed.duplicate,
+        seed.superseded
+    );
+    let _ = writeln!(
+        w,
+        "| last {tail_n} seeding saves | {} | | {:.1} | {:.1} | {:.1} | {:.1} | |",
+        config.concurrency,
+        percentile_ms(&tail, 50.0),
+        percentile_ms(&tail, 95.0),
+        percentile_ms(&tail, 99.0),
+        tail.last().copied().map_or(f64::NAN, millis),
+    );
+    let _ = writeln!(
+        w,
+        "| {} more saves after the restart | 1 | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
+        single.pass.requests,
+        single.pass.throughput(),
+        single.pass.p(50.0),
+        single.pass.p(95.0),
+        single.pass.p(99.0),
+        single.pass.max(),
+        single.created,
+        single.duplicate,
+        single.superseded
+    );
+    let _ = writeln!(w);
+
+    let _ = writeln!(w, "### Start-up");
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| step | time |");
+    let _ = writeln!(w, "|---|--:|");
+    let _ = writeln!(
+        w,
+        "| embedding model load (once) | {} |",
+        seconds(m.model_load)
+    );
+    let _ = writeln!(
+        w,
+        "| first server build, empty database | {} |",
+        seconds(m.first_build)
+    );
+    let _ = writeln!(
+        w,
+        "| process idle after the first server stopped | {} |",
+        m.idle_after_stop
+            .map_or_else(|| "did not go idle".to_string(), seconds)
+    );
+    let _ = writeln!(
+        w,
+        "| **second server build on {} memories** (database, migrations, index rebuild) | **{}** |",
+        m.total_after_seeding,
+        seconds(m.restart_build)
+    );
+    let _ = writeln!(
+        w,
+        "| index maintenance after the rebuild (HNSW segment builds) | {} |",
+        seconds(m.maintenance)
+    );
+    let _ = writeln!(
+        w,
+        "| cold start estimate: model load + build (serving) | {} |",
+        seconds(m.model_load + m.restart_build)
+    );
+    let _ = writeln!(
+        w,
+        "| ... + maintenance (steady-state search) | {} |",
+        seconds(m.model_load + m.restart_build + m.maintenance)
+    );
+    let _ = writeln!(w);
+
+    let _ = writeln!(
+        w,
+        "### Search: `GET /api/memories/search?q=...&limit={SEARCH_LIMIT}` on {} memories",
+        m.total_after_seeding
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "| clients | mode | query vector | requests | errors | req/s | p50 ms | p95 ms | p99 ms | max ms | results/search | empty | CPU |"
+    );
+    let _ = writeln!(w, "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (_, mode, vector, clients, pass) in &m.searches {
+        let answered = pass.latencies.len().max(1);
+        let _ = writeln!(
+            w,
+            "| {clients} | {mode} | {vector} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} | {} |",
+            pass.requests,
+            pass.errors,
+            pass.throughput(),
+            pass.p(50.0),
+            pass.p(95.0),
+            pass.p(99.0),
+            pass.max(),
+            pass.results as f64 / answered as f64,
+            pass.empty,
+            pass.cpu_share()
+        );
+    }
+    let _ = writeln!(w);
+    let model = &m.model;
+    let _ = writeln!(
+        w,
+        "### The model alone (called directly: no HTTP, no cache, one call after the other)"
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "| texts | per call | calls | p50 ms | p95 ms | p99 ms | max ms | texts/s |"
+    );
+    let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|--:|--:|");
+    for (what, per_call, pass) in [
+        ("the measured queries", 1, &model.query),
+        (
+            "memory texts (those of the single-client saves)",
+            1,
+            &model.memory,
+        ),
+        (
+            "memory texts (the first seeded)",
+            model.batch,
+            &model.batched,
+        ),
+    ] {
+        let _ = writeln!(
+            w,
+            "| {what} | {per_call} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} |",
+            pass.requests,
+            pass.p(50.0),
+            pass.p(95.0),
+            pass.p(99.0),
+            pass.max(),
+            pass.results as f64 / pass.wall.as_secs_f64()
+        );
+    }
+    let _ = writeln!(w);
+
+    let keyword = search("keyword", "none", 1);
+    let fresh = search("hybrid", "fresh", 1);
+    let cached = search("hybrid", "cached", 1);
+    let semantic = search("semantic", "cached", 1);
+    if let (Some(keyword), Some(fresh), Some(cached), Some(semantic)) =
+        (keyword, fresh, cached, semantic)
+    {
+        let _ = writeln!(w, "### What bounds search (single client, p50)");
+        let _ = writeln!(w);
+        let _ = writeln!(w, "| part | ms | how |");
+        let _ = writeln!(w, "|---|--:|---|");
+        let _ = writeln!(
+            w,
+            "| HTTP + BM25 + database re-read | {:.2} | keyword p50 |",
+            keyword.p(50.0)
+        );
+        let _ = writeln!(
+            w,
+            "| vector ranking + fusion | {:.2} | hybrid cached - keyword |",
+            cached.p(50.0) - keyword.p(50.0)
+        );
+        let _ = writeln!(
+            w,
+            "| vector ranking minus BM25 | {:.2} | semantic (vectors only) cached - keyword |",
+            semantic.p(50.0) - keyword.p(50.0)
+        );
+        let _ = writeln!(
+            w,
+            "| query embedding | {:.2} | hybrid fresh - hybrid cached (the model alone: {:.2}) |",
+            fresh.p(50.0) - cached.p(50.0),
+            model.query.p(50.0)
+        );
+        let _ = writeln!(
+            w,
+            "| total, hybrid with a fresh query | {:.2} | |",
+            fresh.p(50.0)
+        );
+        let _ = writeln!(w);
+    }
+
+    let _ = writeln!(w, "### What bounds save");
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| part | value | how |");
+    let _ = writeln!(w, "|---|--:|---|");
+    let _ = writeln!(
+        w,
+        "| single-client save p50 | {:.2} ms | 1 client, after the restart |",
+        single.pass.p(50.0)
+    );
+    let _ = writeln!(
+        w,
+        "| embedding one memory text p50 | {:.2} ms | the model alone, same texts |",
+        model.memory.p(50.0)
+    );
+    let _ = writeln!(
+        w,
+        "| the rest (HTTP, checks, database, indexes) | {:.2} ms | difference |",
+        single.pass.p(50.0) - model.memory.p(50.0)
+    );
+    let _ = writeln!(
+        w,
+        "| seeding throughput | {:.0} saves/s | {} clients |",
+        seed.pass.throughput(),
+        config.concurrency
+    );
+    let _ = writeln!(
+        w,
+        "| the model's throughput in batches of {} | {:.0} texts/s | the model alone, one call after the other |",
+        model.batch,
+        model.batched.results as f64 / model.batched.wall.as_secs_f64()
+    );
+    let _ = writeln!(w);
+
+    let _ = writeln!(w, "### Other load on the machine");
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "CPU time other processes used, as a share of all {cores} cores (`/proc/stat` busy time \
+         minus this process's CPU time): the figures above are only comparable when it is low."
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| phase | other processes |");
+    let _ = writeln!(w, "|---|--:|");
+    let [start, seeded, restarted, end] = m.loads;
+    for (phase, a, b) in [
+        ("seeding", start, seeded),
+        ("stop, idle wait, restart, maintenance", seeded, restarted),
+        (
+            "searches, the model alone, single-client saves",
+            restarted,
+            end,
+        ),
+    ] {
+        let _ = writeln!(w, "| {phase} | {} |", others_share(a, b, cores));
+    }
+    let _ = writeln!(w);
+
+    let _ = writeln!(w, "### Resident memory (MB = 10^6 bytes)");
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "This process holds the server, the model and the HTTP clients, and the benchmark's \
+         own {:.1} MB of texts to save; it is read before the model is called alone. After the restart the allocator may still hold memory \
+         the first server freed, so those figures are an upper bound of what a freshly started \
+         server holds.",
+        corpus.texts.iter().map(String::len).sum::<usize>() as f64 / 1e6
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| when | VmRSS | VmHWM (peak so far) |");
+    let _ = writeln!(w, "|---|--:|--:|");
+    for (when, status) in [
+        ("after seeding (first server running)", m.rss_seeded),
+        (
+            "after the restart, rebuild and maintenance",
+            m.rss_restarted,
+        ),
+        ("after the searches", m.rss_searched),
+        ("after the single-client saves (the end)", m.rss_end),
+    ] {
+        let _ = writeln!(
+            w,
+            "| {when} | {} | {} |",
+            mb(status, false),
+            mb(status, true)
+        );
+    }
+    let _ = writeln!(w);
+
+    let mut failed: Vec<(String, &Pass)> = vec![
+        ("seeding".to_string(), &seed.pass),
+        ("single-client saves".to_string(), &single.pass),
+        ("the model alone: queries".to_string(), &model.query),
+        ("the model alone: memory texts".to_string(), &model.memory),
+        ("the model alone: batches".to_string(), &model.batched),
+    ];
+    for (_, mode, vector, clients, pass) in &m.searches {
+        failed.push((
+            format!("search, {clients} client(s), {mode}, {vector}"),
+            pass,
+        ));
+    }
+    failed.retain(|(_, pass)| pass.errors > 0);
+    if !failed.is_empty() {
+        let _ = writeln!(w, "### Unexpected answers");
+        let _ = writeln!(w);
+        let _ = writeln!(w, "| pass | answer | count |");
+        let _ = writeln!(w, "|---|---|--:|");
+        for (pass_name, pass) in &failed {
+            for (kind, count) in &pass.error_kinds {
+                let _ = writeln!(w, "| {pass_name} | {kind} | {count} |");
+            }
+        }
+        let _ = writeln!(w);
+        let _ = writeln!(w, "First ones:");
+        let _ = writeln!(w);
+        for (pass_name, pass) in &failed {
+            for sample in &pass.error_samples {
+                let _ = writeln!(w, "- {pass_name}: `{sample}`");
+            }
+        }
+        let _ = writeln!(w);
+    }
+
+    let _ = writeln!(w, "### Targets (2 cores)");
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| target | measured | verdict |");
+    let _ = writeln!(w, "|---|--:|---|");
+    if let Some(fresh) = fresh {
+        let (p50, p95) = (fresh.p(50.0), fresh.p(95.0));
+        let _ = writeln!(
+            w,
+            "| search p50 <= {TARGET_SEARCH_P50_MS} ms (hybrid, fresh embedding, 1 client) | {p50:.2} ms | {} |",
+            verdict(p50 <= TARGET_SEARCH_P50_MS)
+        );
+        let _ = writeln!(
+            w,
+            "| search p95 <= {TARGET_SEARCH_P95_MS} ms (hybrid, fresh embedding, 1 client) | {p95:.2} ms | {} |",
+            verdict(p95 <= TARGET_SEARCH_P95_MS)
+        );
+    }
+    let single_p50 = single.pass.p(50.0);
+    let _ = writeln!(
+        w,
+        "| save p50 <= {TARGET_SAVE_P50_MS} ms (1 client, after {n} memories) | {single_p50:.1} ms | {} |",
+        verdict(single_p50 <= TARGET_SAVE_P50_MS)
+    );
+    let tail_p50 = percentile_ms(&tail, 50.0);
+    let _ = writeln!(
+        w,
+        "| save p50 <= {TARGET_SAVE_P50_MS} ms (last {tail_n} seeding saves, {} clients) | {tail_p50:.1} ms | {} |",
+        config.concurrency,
+        verdict(tail_p50 <= TARGET_SAVE_P50_MS)
+    );
+    for (what, status, hwm) in [
+        (
+            "RSS after the restart and maintenance",
+            m.rss_restarted,
+            false,
+        ),
+        ("RSS at the end", m.rss_end, false),
+        ("peak RSS of the whole run (VmHWM)", m.rss_end, true),
+    ] {
+        let value = status.map(|s| if hwm { s.hwm } else { s.rss });
+        let _ = writeln!(
+            w,
+            "| {what} <= {TARGET_RSS_MB} MB | {} MB | {} |",
+            mb(status, hwm),
+            value.map_or("n/a", |v| verdict(v <= TARGET_RSS_MB))
+        );
+    }
+    out
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let corpus = load_corpus(&config.scifact_dir, config.memories + SINGLE_SAVES)?;
+    if corpus.texts.len() < config.memories + SINGLE_SAVES {
+        bail!(
+            "SciFact yields only {} distinct texts; BENCH_MEMORIES must be at most {}",
+            corpus.texts.len(),
+            corpus.texts.len().saturating_sub(SINGLE_SAVES)
+        );
+    }
+    let most_queries = corpus.queries.len().saturating_sub(WARMUP_QUERIES) / 2;
+    if config.queries > most_queries {
+        bail!(
+            "BENCH_QUERIES must be at most {most_queries}: every measured pass needs queries never \
+             asked before, and SciFact has {} distinct ones",
+            corpus.queries.len()
+        );
+    }
+    let database = Database::create(config.postgres_url.as_deref()).await?;
+    let outcome = bench(&config, &corpus, &database).await;
+    let removed = database.remove(config.keep_database).await;
+    let measured = outcome?;
+    removed?;
+    println!("{}", report(&config, &corpus, &measured));
+    let errors = measured
+        .searches
+        .iter()
+        .map(|row| row.4.errors)
+        .sum::<usize>()
+        + measured.seeding.pass.errors
+        + measured.single_saves.pass.errors
+        + measured.model.query.errors
+        + measured.model.memory.errors
+        + measured.model.batched.errors;
+    if errors > 0 {
+        bail!("{errors} requests did not answer as expected (first ones shown above)");
+    }
+    Ok(())
+}
