@@ -119,9 +119,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Admin(Admin::Export { workspace, output }) => {
-            let store = storage::connect(&settings)
-                .await
-                .context("cannot open the database")?;
+            let store = open_store(&settings).await?;
             let written = match output {
                 Some(path) => {
                     let mut file = std::io::BufWriter::new(
@@ -145,29 +143,33 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             tracing::info!(memories = written, "export finished");
             Ok(())
         }
-        Command::Admin(admin) => {
-            let store = storage::connect(&settings)
-                .await
-                .context("cannot open the database")?;
-            let accounts = AccountsService::new(store.clone(), None);
-            let result = match admin {
-                Admin::CreateWorkspace { name, plan } => {
-                    let (workspace, key) = accounts.create_workspace(&name, plan).await?;
-                    json!({ "workspaceId": workspace.id, "apiKey": key })
-                }
-                Admin::SetPlan { workspace, plan } => {
-                    accounts.set_plan(workspace, plan).await?;
-                    json!({ "workspaceId": workspace, "plan": plan })
-                }
-                Admin::Import { .. } | Admin::Export { .. } | Admin::Reembed => {
-                    unreachable!("handled above")
-                }
-            };
+        Command::Admin(Admin::CreateWorkspace { name, plan }) => {
+            let store = open_store(&settings).await?;
+            let created = AccountsService::new(store.clone(), None)
+                .create_workspace(&name, plan)
+                .await;
             store.close().await;
-            println!("{result}");
+            let (workspace, key) = created?;
+            println!("{}", json!({ "workspaceId": workspace.id, "apiKey": key }));
+            Ok(())
+        }
+        Command::Admin(Admin::SetPlan { workspace, plan }) => {
+            let store = open_store(&settings).await?;
+            let changed = AccountsService::new(store.clone(), None)
+                .set_plan(workspace, plan)
+                .await;
+            store.close().await;
+            changed?;
+            println!("{}", json!({ "workspaceId": workspace, "plan": plan }));
             Ok(())
         }
     }
+}
+
+async fn open_store(settings: &Settings) -> anyhow::Result<std::sync::Arc<dyn storage::Store>> {
+    storage::connect(settings)
+        .await
+        .context("cannot open the database")
 }
 
 /// The services without serving: listens on a free loopback port that nothing uses, so a
