@@ -769,18 +769,22 @@ macro_rules! sql_store {
                 if ids.is_empty() {
                     return Ok(Vec::new());
                 }
-                let mut qb = QueryBuilder::<$db>::new(concat!("SELECT ", memory_columns!(), " FROM memories WHERE workspace_id = "));
-                qb.push_bind(lane.workspace_id);
-                qb.push(" AND scope = ");
-                qb.push_bind(lane.scope.clone());
-                qb.push(" AND is_current AND deleted_at IS NULL AND id IN (");
+                // By id alone, so that both planners use the id index (with the lane in the
+                // WHERE clause, SQLite preferred the lane's partial index and scanned the
+                // lane); the lane and currency are checked on the rows.
+                let mut qb = QueryBuilder::<$db>::new(concat!("SELECT ", memory_columns!(), " FROM memories WHERE id IN ("));
                 let mut list = qb.separated(", ");
                 for id in ids {
                     list.push_bind(*id);
                 }
-                qb.push(")");
+                qb.push(") AND deleted_at IS NULL");
                 let rows: Vec<MemoryRow> = qb.build_query_as().fetch_all(&self.pool).await?;
-                memories(rows)
+                Ok(memories(rows)?
+                    .into_iter()
+                    .filter(|m| {
+                        m.is_current && m.workspace_id == lane.workspace_id && m.scope == lane.scope
+                    })
+                    .collect())
             }
 
             async fn current_memories_page(&self, after_seq: i64, limit: i64) -> StoreResult<Vec<IndexedMemory>> {
