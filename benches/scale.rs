@@ -134,6 +134,8 @@ const TARGET_SAVE_P50_MS: f64 = 15.0;
 const TARGET_RSS_MB: f64 = 500.0;
 
 struct Config {
+    /// The commit when the run started (a run lasts an hour; HEAD may move meanwhile).
+    commit: String,
     memories: usize,
     concurrency: usize,
     queries: usize,
@@ -159,6 +161,7 @@ impl Config {
             _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scifact"),
         };
         Ok(Config {
+            commit: commit(),
             memories: env_count("BENCH_MEMORIES", 100_000, 1)?,
             concurrency: env_count("BENCH_CONCURRENCY", 16, 1)?,
             queries: env_count("BENCH_QUERIES", 300, 1)?,
@@ -1259,7 +1262,11 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     let _ = writeln!(w);
     let _ = writeln!(w, "| | |");
     let _ = writeln!(w, "|---|---|");
-    let _ = writeln!(w, "| commit | `{}` |", commit());
+    let _ = writeln!(
+        w,
+        "| commit | `{}` (at the start of the run) |",
+        config.commit
+    );
     let _ = writeln!(
         w,
         "| date (UTC) | {} |",

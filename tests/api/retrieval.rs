@@ -734,3 +734,24 @@ async fn infer_false_stores_content_as_given() {
     let (_, list) = app.get_json("/api/memories").await;
     assert_eq!(list["total"], 4);
 }
+
+#[tokio::test]
+async fn concurrent_updates_of_one_fact_never_answer_409() {
+    let app = spawn_app().await;
+    save_status(&app, json!({"content": "I live in Paris."})).await;
+    let cities = [
+        "Rome", "Oslo", "Lima", "Kyiv", "Riga", "Bern", "Doha", "Baku",
+    ];
+    let tasks: Vec<_> = cities
+        .iter()
+        .map(|city| {
+            let request = app
+                .request(Method::POST, "/api/memories")
+                .json(&json!({"content": format!("I live in {city}.")}));
+            tokio::spawn(async move { request.send().await.unwrap().status().as_u16() })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), 201);
+    }
+}

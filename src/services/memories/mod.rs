@@ -696,8 +696,16 @@ impl MemoryService {
                 if !category_given {
                     memory.category = old.category;
                 }
-                memory.embedding = Some(embedded);
-                return self.supersede(&lane, &old, memory, flush).await;
+                memory.embedding = Some(embedded.clone());
+                match self.supersede(&lane, &old, memory.clone(), flush).await {
+                    // A concurrent save retired (or a delete removed) that memory first: this
+                    // save goes on as if it had not been a candidate.
+                    Err(Error::Conflict(_) | Error::NotFound(_)) => {
+                        tracing::debug!(old = %old.id, "fact update raced another change; saving as new");
+                        break;
+                    }
+                    outcome => return outcome,
+                }
             }
         }
         // A near-duplicate: the same thing said slightly differently (but with the same
