@@ -412,6 +412,29 @@ fn bool_param(field: &str, value: Option<&str>) -> Result<bool> {
     }
 }
 
+/// A comma-separated category filter.
+fn category_filter(value: Option<&str>) -> Result<Vec<Category>> {
+    comma_list(value).map(parse_category).collect()
+}
+
+/// A comma-separated project filter; the no-project literal selects memories without one.
+fn project_filter(value: Option<&str>) -> Result<Vec<String>> {
+    comma_list(value)
+        .map(|p| {
+            if p == NO_PROJECT {
+                Ok(String::new())
+            } else if chars(p) > MAX_PROJECT_CHARS {
+                Err(Error::validation(
+                    "project",
+                    format!("must be at most {MAX_PROJECT_CHARS} characters"),
+                ))
+            } else {
+                Ok(p.to_string())
+            }
+        })
+        .collect()
+}
+
 fn comma_list(value: Option<&str>) -> impl Iterator<Item = &str> {
     value
         .unwrap_or_default()
@@ -800,23 +823,8 @@ impl MemoryService {
         let lane = lane(caller, params.scope.as_deref())?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_LIST_LIMIT, 1, 100)?;
         let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
-        let categories = comma_list(params.category.as_deref())
-            .map(parse_category)
-            .collect::<Result<Vec<_>>>()?;
-        let projects = comma_list(params.project.as_deref())
-            .map(|p| {
-                if p == NO_PROJECT {
-                    Ok(String::new())
-                } else if chars(p) > MAX_PROJECT_CHARS {
-                    Err(Error::validation(
-                        "project",
-                        format!("must be at most {MAX_PROJECT_CHARS} characters"),
-                    ))
-                } else {
-                    Ok(p.to_string())
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let categories = category_filter(params.category.as_deref())?;
+        let projects = project_filter(params.project.as_deref())?;
         let search = match params.search.as_deref() {
             Some(s) if chars(s) > MAX_SEARCH_CHARS => {
                 return Err(Error::validation(

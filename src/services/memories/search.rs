@@ -7,11 +7,11 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
-    chars, comma_list, embed_error, int_param, lane, parse_category, search_error, MemoryListItem,
-    MemoryService, MAX_PROJECT_CHARS,
+    category_filter, chars, embed_error, int_param, lane, project_filter, search_error,
+    MemoryListItem, MemoryService,
 };
 use crate::error::{Error, Result};
-use crate::model::{now, to_micros, NO_PROJECT};
+use crate::model::{now, to_micros};
 use crate::search::{Filter, Mode, Query};
 use crate::services::{admit, Caller};
 use memvault_actors::EndpointClass;
@@ -86,23 +86,8 @@ impl MemoryService {
             1,
             MAX_SEARCH_LIMIT,
         )? as usize;
-        let categories = comma_list(params.category.as_deref())
-            .map(parse_category)
-            .collect::<Result<Vec<_>>>()?;
-        let projects = comma_list(params.project.as_deref())
-            .map(|p| {
-                if p == NO_PROJECT {
-                    Ok(String::new())
-                } else if chars(p) > MAX_PROJECT_CHARS {
-                    Err(Error::validation(
-                        "project",
-                        format!("must be at most {MAX_PROJECT_CHARS} characters"),
-                    ))
-                } else {
-                    Ok(p.to_string())
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let categories = category_filter(params.category.as_deref())?;
+        let projects = project_filter(params.project.as_deref())?;
         let mode = match params.mode.as_deref().map(str::trim) {
             None | Some("") => Mode::Hybrid,
             Some(value) => Mode::parse(value).ok_or_else(|| {
