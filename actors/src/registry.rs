@@ -154,7 +154,7 @@ impl Actor for RegistryActor {
                 reply,
             } => {
                 if let Some(actor) = state.live.get(&workspace_id) {
-                    if actor.get_status() == ActorStatus::Running {
+                    if is_live(actor.get_status()) {
                         let _ = reply.send(Ok(actor.clone()));
                         return Ok(());
                     }
@@ -218,6 +218,20 @@ impl Actor for RegistryActor {
     }
 }
 
+/// Whether an actor in `status` takes messages. A freshly spawned actor is `Starting` until its
+/// processing task first runs (ractor's `spawn` returns before that): it must count as live, or
+/// a burst of requests right after a spawn would replace it with a second actor, and each actor
+/// would count its own rate-limit window.
+fn is_live(status: ActorStatus) -> bool {
+    match status {
+        ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading => true,
+        ActorStatus::Unstarted
+        | ActorStatus::Draining
+        | ActorStatus::Stopping
+        | ActorStatus::Stopped => false,
+    }
+}
+
 /// The handle the rest of memvault uses: every call has a timeout.
 #[derive(Clone)]
 pub struct Workspaces {
@@ -276,7 +290,7 @@ impl Workspaces {
             .ok()
             .and_then(|known| known.get(&workspace_id).cloned());
         if let Some(actor) = cached {
-            if actor.get_status() == ActorStatus::Running {
+            if is_live(actor.get_status()) {
                 return Ok(actor);
             }
             self.forget_known(workspace_id);
@@ -471,6 +485,57 @@ mod tests {
             idle_timeout: Duration::from_secs(600),
             refresh_every: Duration::from_secs(30),
         }
+    }
+
+    #[test]
+    fn a_starting_actor_is_live_and_a_stopping_one_is_not() {
+        assert!(is_live(ActorStatus::Starting));
+        assert!(is_live(ActorStatus::Running));
+        assert!(!is_live(ActorStatus::Stopping));
+        assert!(!is_live(ActorStatus::Stopped));
+        assert!(!is_live(ActorStatus::Draining));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_at_first_contact_spawns_one_actor_and_admits_exactly_the_limit() {
+        let id = Uuid::new_v4();
+        let (workspaces, handle) = Workspaces::start(
+            registry_args(FakeStore::with(id, Plan::Free, 0)),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let tasks: Vec<_> = (0..100)
+            .map(|_| {
+                let workspaces = workspaces.clone();
+                tokio::spawn(async move {
+                    workspaces
+                        .admit(id, EndpointClass::Save, false)
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        // Counted per window: a burst that straddles a minute boundary gets 30 in each.
+        let mut windows: HashMap<i64, (u32, u32)> = HashMap::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                Admission::Allowed {
+                    rate: Some(rate), ..
+                } => windows.entry(rate.reset_at).or_default().0 += 1,
+                Admission::RateLimited { rate } => windows.entry(rate.reset_at).or_default().1 += 1,
+                other => panic!("unexpected admission {other:?}"),
+            }
+        }
+        for (allowed, limited) in windows.values() {
+            assert!(*allowed <= 30, "{windows:?}");
+            if *limited > 0 {
+                assert_eq!(*allowed, 30, "{windows:?}");
+            }
+        }
+        assert_eq!(workspaces.live_count().await.unwrap(), 1);
+        workspaces.stop();
+        handle.await.unwrap();
     }
 
     #[tokio::test]
