@@ -1,15 +1,19 @@
-# The two commands of the README: `make serve` and `make test`. Both install the local
-# embedding model first (once; scripts/install-model.sh), then run cargo.
+# The two commands of the README: `make serve` and `make test`. Both install what is missing
+# first (once): the Debian packages OCR needs (scripts/install-system-packages.sh) and the local
+# embedding model (scripts/install-model.sh); then they run cargo.
 
-.PHONY: serve test model bench
+.PHONY: serve test model packages bench
+
+packages:
+	scripts/install-system-packages.sh
 
 model:
 	scripts/install-model.sh
 
-serve: model
+serve: packages model
 	cargo run --release -- serve
 
-test: model
+test: packages model
 	cargo test --workspace
 
 bench:

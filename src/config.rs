@@ -95,6 +95,27 @@ pub struct Settings {
     pub query_cache_entries: u64,
     /// Lines of each part of a profile.
     pub profile_lines: usize,
+
+    // Context Vault.
+    /// Largest upload (or fetched URL body), bytes.
+    pub max_upload_bytes: usize,
+    /// Tesseract language(s), e.g. `eng` or `eng+deu`.
+    pub ocr_language: String,
+    /// Tesseract's tessdata directory; unset = Tesseract's default.
+    pub ocr_data_dir: Option<String>,
+    /// Let URL ingestion reach loopback, private and link-local addresses (off by default:
+    /// server-side request forgery).
+    pub fetch_allow_private: bool,
+    pub fetch_timeout_secs: u64,
+    pub fetch_max_redirects: usize,
+    /// Documents processed at once.
+    pub ingest_max_documents: usize,
+    /// Attempts per document before it is `failed`.
+    pub ingest_max_attempts: u32,
+    /// A phase that records no progress for this long is killed and retried.
+    pub ingest_stale_ms: u64,
+    pub ingest_backoff_ms: u64,
+    pub ingest_backoff_cap_ms: u64,
 }
 
 /// How keyword and vector results are combined.
@@ -141,6 +162,17 @@ impl Default for Settings {
             search_semantic_weight: 0.7,
             query_cache_entries: 10_000,
             profile_lines: 50,
+            max_upload_bytes: 25 * 1024 * 1024,
+            ocr_language: "eng".to_string(),
+            ocr_data_dir: None,
+            fetch_allow_private: false,
+            fetch_timeout_secs: 20,
+            fetch_max_redirects: 5,
+            ingest_max_documents: 2,
+            ingest_max_attempts: 4,
+            ingest_stale_ms: 120_000,
+            ingest_backoff_ms: 1_000,
+            ingest_backoff_cap_ms: 60_000,
         }
     }
 }

@@ -5,11 +5,10 @@
 //! configured (`MEMVAULT_LLM_URL`), [`LlmJudge`] asks the model instead and falls back to the
 //! heuristics when the endpoint fails, so a save never fails because the model is down.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use crate::llm::{json_in, ChatClient};
 use crate::text::supersession::{judge_update, UpdateJudgement};
 
 #[async_trait]
@@ -27,12 +26,9 @@ impl UpdateJudge for HeuristicJudge {
     }
 }
 
-/// An LLM behind an OpenAI-compatible `POST {url}/chat/completions`.
+/// An LLM behind an OpenAI-compatible chat endpoint.
 pub struct LlmJudge {
-    client: reqwest::Client,
-    url: String,
-    model: String,
-    key: Option<String>,
+    chat: ChatClient,
 }
 
 const INSTRUCTIONS: &str = "You maintain a memory store. Given an OLD memory and a NEW memory \
@@ -41,29 +37,6 @@ subject whose value changed (for example a new city of residence, a new employer
 meeting time). A merely related fact, an additional fact, a past event or a different \
 subject is not a replacement. Answer with JSON only: {\"update\": true|false, \"reason\": \
 \"a few words\"}.";
-
-#[derive(Serialize)]
-struct ChatRequest<'a> {
-    model: &'a str,
-    temperature: f32,
-    messages: Vec<ChatMessage>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct ChatMessage {
-    role: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-struct ChatResponse {
-    choices: Vec<Choice>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    message: ChatMessage,
-}
 
 #[derive(Deserialize)]
 struct Verdict {
@@ -75,54 +48,22 @@ struct Verdict {
 impl LlmJudge {
     pub fn new(url: &str, model: &str, key: Option<String>) -> Result<Self, reqwest::Error> {
         Ok(LlmJudge {
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(20))
-                .build()?,
-            url: format!("{}/chat/completions", url.trim_end_matches('/')),
-            model: model.to_string(),
-            key,
+            chat: ChatClient::new(url, model, key)?,
         })
     }
 
     async fn ask(&self, old: &str, new: &str) -> Result<UpdateJudgement, String> {
-        let body = ChatRequest {
-            model: &self.model,
-            temperature: 0.0,
-            messages: vec![
-                ChatMessage {
-                    role: "system".to_string(),
-                    content: INSTRUCTIONS.to_string(),
-                },
-                ChatMessage {
-                    role: "user".to_string(),
-                    content: format!("OLD: {old}\nNEW: {new}"),
-                },
-            ],
-        };
-        let mut request = self.client.post(&self.url).json(&body);
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key);
-        }
-        let response = request.send().await.map_err(|e| e.to_string())?;
-        if !response.status().is_success() {
-            return Err(format!("status {}", response.status()));
-        }
-        let answer: ChatResponse = response.json().await.map_err(|e| e.to_string())?;
-        let text = answer
-            .choices
-            .into_iter()
-            .next()
-            .map(|c| c.message.content)
-            .ok_or("no answer")?;
+        let text = self
+            .chat
+            .complete(INSTRUCTIONS, &format!("OLD: {old}\nNEW: {new}"))
+            .await?;
         parse_verdict(&text).ok_or_else(|| format!("unreadable answer: {text}"))
     }
 }
 
 /// The JSON object in a model's answer (models sometimes wrap it in prose or code fences).
 fn parse_verdict(text: &str) -> Option<UpdateJudgement> {
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    let verdict: Verdict = serde_json::from_str(text.get(start..=end)?).ok()?;
+    let verdict: Verdict = json_in(text)?;
     Some(UpdateJudgement {
         is_update: verdict.update,
         confidence: 0.9,

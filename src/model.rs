@@ -312,3 +312,5 @@ mod tests {
         assert!("opinion".parse::<Category>().is_err());
     }
 }
+
+pub mod vault;

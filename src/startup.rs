@@ -14,11 +14,15 @@ use crate::config::{Settings, Switch};
 use crate::embedding::{Embedder, Embeddings, LocalEmbedder, RemoteEmbedder};
 use crate::http::{self, AppState};
 use crate::judge::{HeuristicJudge, LlmJudge, UpdateJudge};
+use crate::llm::{ChatClient, LlmExtractor};
+use crate::ocr::TesseractOcr;
 use crate::search::vectors::VectorConfig;
 use crate::search::SearchEngine;
 use crate::services::memories::{MemoryDeps, NoteJobs, Tuning};
+use crate::services::vault::{FetchPolicy, OfflineExtractor, VaultDeps, VaultService};
 use crate::services::{AccountsService, MemoryService};
 use crate::storage::{self, ActorStore, Store};
+use memvault_pipelines::pipeline::{Faults, Ingestion, Ocr, PipelineConfig};
 
 /// Attempts of a long-note job, and the backoff between them.
 const JOB_ATTEMPTS: u32 = 3;
@@ -35,6 +39,8 @@ pub struct Overrides {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Skip the start-up index rebuild (`admin reembed` rebuilds them itself).
     pub skip_index_rebuild: bool,
+    /// Failures injected into the ingestion pipeline (tests of retries and chaos).
+    pub pipeline_faults: Option<Arc<dyn Faults>>,
 }
 
 pub struct Application {
@@ -43,6 +49,8 @@ pub struct Application {
     store: Arc<dyn Store>,
     workspaces: Workspaces,
     memories: MemoryService,
+    vault: Arc<VaultService>,
+    ingestion: Ingestion,
     registry: tokio::task::JoinHandle<()>,
     maintainer: ractor::ActorRef<memvault_actors::MaintenanceMsg>,
     background: Vec<ractor::ActorCell>,
@@ -203,12 +211,78 @@ impl Application {
             tracing::info!(jobs = resumed, "unfinished long-note jobs resumed");
         }
 
+        let vault = Arc::new(VaultService::new(VaultDeps {
+            store: store.clone(),
+            workspaces: workspaces.clone(),
+            embeddings: Embeddings::new(embedder.clone(), settings.query_cache_entries),
+            maintainer: maintainer.clone(),
+            fetch: FetchPolicy {
+                allow_private: settings.fetch_allow_private,
+                timeout: Duration::from_secs(settings.fetch_timeout_secs.max(1)),
+                max_redirects: settings.fetch_max_redirects,
+                max_bytes: settings.max_upload_bytes,
+            },
+            max_upload_bytes: settings.max_upload_bytes,
+            fusion: settings.search_fusion,
+            semantic_weight: settings.search_semantic_weight,
+            extractor: match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
+                Some(url) => Arc::new(LlmExtractor {
+                    chat: ChatClient::new(url, &settings.llm_model, settings.llm_key.clone())?,
+                }),
+                None => Arc::new(OfflineExtractor),
+            },
+        })?);
+        if !overrides.skip_index_rebuild {
+            let started = Instant::now();
+            let (chunks, facts) = vault.rebuild_indexes().await?;
+            tracing::info!(
+                chunks,
+                memories = facts,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "vault indexes rebuilt from the database"
+            );
+        }
+        let ocr: Arc<dyn Ocr> = Arc::new(
+            TesseractOcr::start(settings.ocr_data_dir.clone(), settings.ocr_language.clone())
+                .context("cannot start the ocr thread")?,
+        );
+        let mut engines = vault.pipeline_engines(ocr);
+        engines.faults = overrides.pipeline_faults;
+        let stale_after = Duration::from_millis(settings.ingest_stale_ms.max(1));
+        let (ingestion, _) = Ingestion::start(
+            engines,
+            PipelineConfig {
+                max_documents: settings.ingest_max_documents.max(1),
+                max_attempts: settings.ingest_max_attempts.max(1),
+                backoff_base: Duration::from_millis(settings.ingest_backoff_ms),
+                backoff_cap: Duration::from_millis(settings.ingest_backoff_cap_ms),
+                stale_after,
+                check_every: (stale_after / 4)
+                    .clamp(Duration::from_millis(10), Duration::from_secs(5)),
+                ..PipelineConfig::default()
+            },
+            Duration::from_millis(settings.actor_call_timeout_ms),
+        )
+        .await
+        .context("cannot start the ingestion supervisor")?;
+        vault.attach_ingestion(ingestion.clone());
+        let resumed = vault.resume().await?;
+        if resumed > 0 {
+            tracing::info!(documents = resumed, "unfinished documents resumed");
+        }
+
         let state = AppState {
             accounts: AccountsService::new(store.clone(), Some(workspaces.clone())),
             memories: memories.clone(),
+            vault: vault.clone(),
             store: store.clone(),
         };
-        let router = http::app(state, settings.max_body_bytes, extra);
+        let router = http::app(
+            state,
+            settings.max_body_bytes,
+            settings.max_upload_bytes,
+            extra,
+        );
         let listener = TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
@@ -225,6 +299,8 @@ impl Application {
             store,
             workspaces,
             memories,
+            vault,
+            ingestion,
             registry,
             background: vec![maintainer.get_cell(), jobs.get_cell()],
             maintainer,
@@ -265,6 +341,11 @@ impl Application {
         false
     }
 
+    /// The vault service (tests reach the ingestion supervisor through it).
+    pub fn vault(&self) -> &Arc<VaultService> {
+        &self.vault
+    }
+
     /// The memories service (the CLI's import and export use it).
     pub fn memories(&self) -> &MemoryService {
         &self.memories
@@ -281,6 +362,7 @@ impl Application {
             .with_graceful_shutdown(shutdown)
             .await?;
         tracing::info!("in-flight requests finished, stopping");
+        self.ingestion.stop();
         for actor in &self.background {
             actor.stop(None);
         }

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod health;
 pub mod memories;
 pub mod openapi;
+pub mod vault;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::services::vault::VaultService;
 use crate::services::{AccountsService, MemoryService};
 use crate::storage::Store;
 
@@ -30,12 +32,49 @@ pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct AppState {
     pub accounts: AccountsService,
     pub memories: MemoryService,
+    pub vault: Arc<VaultService>,
     pub store: Arc<dyn Store>,
 }
 
 /// The API routes, without layers.
-fn routes() -> Router<AppState> {
+fn routes(max_upload_bytes: usize) -> Router<AppState> {
+    // A multipart upload may be as large as the upload limit (plus its form fields).
+    let upload = post(vault::upload).layer(DefaultBodyLimit::max(max_upload_bytes + 64 * 1024));
     Router::new()
+        .route(
+            "/api/context-vault/vaults",
+            get(vault::list_vaults).post(vault::create_vault),
+        )
+        .route(
+            "/api/context-vault/documents",
+            get(vault::list_documents).post(vault::create_document),
+        )
+        .route("/api/context-vault/documents/upload", upload)
+        .route(
+            "/api/context-vault/documents/{id}",
+            get(vault::get_document).delete(vault::delete_document),
+        )
+        .route(
+            "/api/context-vault/documents/{id}/memories",
+            get(vault::document_memories),
+        )
+        .route(
+            "/api/context-vault/documents/{id}/cancel",
+            post(vault::cancel_document),
+        )
+        .route(
+            "/api/context-vault/documents/{id}/retry",
+            post(vault::retry_document),
+        )
+        .route("/api/context-vault/search", get(vault::search))
+        .route(
+            "/api/context-vault/memories",
+            get(vault::browse).post(vault::add_fact),
+        )
+        .route(
+            "/api/context-vault/memories/{id}/feedback",
+            post(vault::feedback),
+        )
         .route("/api/memories", get(memories::list).post(memories::create))
         .route("/api/memories/search", get(memories::search))
         .route("/api/memories/profile", get(memories::profile))
@@ -58,10 +97,15 @@ fn routes() -> Router<AppState> {
 /// layers every request passes through, outermost first: request id, tracing span, request id
 /// echoed on the response, the error envelope and rate-limit headers, panic catching, the body
 /// limit.
-pub fn app(state: AppState, max_body_bytes: usize, extra: Router<AppState>) -> Router {
+pub fn app(
+    state: AppState,
+    max_body_bytes: usize,
+    max_upload_bytes: usize,
+    extra: Router<AppState>,
+) -> Router {
     let docs = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document());
     Router::new()
-        .merge(routes())
+        .merge(routes(max_upload_bytes))
         .merge(extra)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)

@@ -4,12 +4,18 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::{health, memories};
+use super::{health, memories, vault};
 use crate::model::{Category, Source};
 use crate::services::memories::{
     CreateMemory, FeedbackInput, ForgetInput, Graph, GraphLink, GraphMeta, GraphNode, History,
     HistoryEntry, JobAccepted, JobPart, JobView, MemoryList, MemoryListItem, MemoryView, Profile,
     SaveResult, SaveStatus, SearchHit, SearchResults, Success, UpdateMemory,
+};
+use crate::services::vault::{
+    ChunkView, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
+    DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentEventView, DocumentList,
+    DocumentMemories, DocumentRef, DocumentView, EvidenceView, VaultCreated, VaultFeedbackInput,
+    VaultList, VaultMemoryList, VaultMemoryView, VaultSearchResults, VaultView,
 };
 
 #[derive(OpenApi)]
@@ -26,6 +32,10 @@ use crate::services::memories::{
         memories::job, memories::get,
         memories::update, memories::delete, memories::forget, memories::history,
         memories::feedback,
+        vault::list_vaults, vault::create_vault, vault::upload, vault::create_document,
+        vault::list_documents, vault::get_document, vault::delete_document,
+        vault::document_memories, vault::cancel_document, vault::retry_document, vault::search,
+        vault::browse, vault::add_fact, vault::feedback,
         health::healthz, health::readyz,
     ),
     components(schemas(
@@ -34,10 +44,16 @@ use crate::services::memories::{
         Category, Source, SearchHit, SearchResults, JobAccepted, JobView, JobPart, Profile,
         Graph, GraphNode, GraphLink, GraphMeta,
         health::Health, health::Readiness,
+        ChunkView, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
+        DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentEventView, DocumentList,
+        DocumentMemories, DocumentRef, DocumentView, EvidenceView, VaultCreated,
+        VaultFeedbackInput, VaultList, VaultMemoryList, VaultMemoryView, VaultSearchResults,
+        VaultView,
     )),
     modifiers(&ApiKeyScheme),
     tags(
         (name = "memories", description = "save, search, list, read, version, forget and rate memories"),
+        (name = "context vault", description = "documents (parse, OCR, chunk, embed, extract), cited memories, curated facts and retrieval"),
         (name = "operations", description = "health and readiness"),
     )
 )]

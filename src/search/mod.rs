@@ -114,10 +114,32 @@ struct Doc {
     alive: bool,
 }
 
-impl Doc {
-    fn of(memory: &Memory) -> Doc {
-        Doc {
+/// A document to index: a memory, or any other retrievable text (vault chunks and facts) that
+/// ranks by the same rules.
+#[derive(Debug, Clone)]
+pub struct IndexDoc {
+    pub id: Uuid,
+    pub lane: Lane,
+    pub text: String,
+    pub project: String,
+    pub category: Category,
+    /// Epoch micros.
+    pub created_at: i64,
+    pub valid_until: Option<i64>,
+    pub wrong: bool,
+    pub helpful: i64,
+    pub not_helpful: i64,
+}
+
+impl IndexDoc {
+    pub fn of(memory: &Memory) -> IndexDoc {
+        IndexDoc {
             id: memory.id,
+            lane: Lane {
+                workspace_id: memory.workspace_id,
+                scope: memory.scope.clone(),
+            },
+            text: memory.content.clone(),
             project: memory.project.clone(),
             category: memory.category,
             created_at: to_micros(memory.created_at),
@@ -125,6 +147,21 @@ impl Doc {
             wrong: memory.flagged_wrong,
             helpful: memory.helpful_count,
             not_helpful: memory.not_helpful_count,
+        }
+    }
+}
+
+impl Doc {
+    fn of(doc: &IndexDoc) -> Doc {
+        Doc {
+            id: doc.id,
+            project: doc.project.clone(),
+            category: doc.category,
+            created_at: doc.created_at,
+            valid_until: doc.valid_until,
+            wrong: doc.wrong,
+            helpful: doc.helpful,
+            not_helpful: doc.not_helpful,
             alive: true,
         }
     }
@@ -243,9 +280,12 @@ pub struct SearchEngine {
     dims: usize,
     text: TextIndex,
     lanes: RwLock<HashMap<Lane, Arc<LaneIndex>>>,
-    next_lane: AtomicU32,
     vector_config: VectorConfig,
 }
+
+/// Lane numbers are unique across every engine of the process (memories, vault chunks, vault
+/// facts): the maintainer tells its units apart by them.
+static NEXT_LANE: AtomicU32 = AtomicU32::new(0);
 
 impl SearchEngine {
     pub fn new(dims: usize, vector_config: VectorConfig) -> Result<Self, SearchError> {
@@ -253,7 +293,6 @@ impl SearchEngine {
             dims,
             text: TextIndex::new()?,
             lanes: RwLock::new(HashMap::new()),
-            next_lane: AtomicU32::new(0),
             vector_config,
         })
     }
@@ -279,7 +318,7 @@ impl SearchEngine {
             .entry(lane.clone())
             .or_insert_with(|| {
                 Arc::new(LaneIndex {
-                    number: self.next_lane.fetch_add(1, Ordering::Relaxed),
+                    number: NEXT_LANE.fetch_add(1, Ordering::Relaxed),
                     term: format!("{}:{}", lane.workspace_id, lane.scope),
                     docs: RwLock::new(Docs::default()),
                     vectors: RwLock::new(LaneVectors::new(self.dims, self.vector_config.clone())),
@@ -304,28 +343,37 @@ impl SearchEngine {
         &self,
         items: impl IntoIterator<Item = (Memory, Option<Vec<f32>>)>,
     ) -> Result<Vec<Arc<LaneIndex>>, SearchError> {
+        self.stage_docs(
+            items
+                .into_iter()
+                .map(|(memory, vector)| (IndexDoc::of(&memory), vector)),
+        )
+    }
+
+    /// [`SearchEngine::stage`] for any indexable document.
+    pub fn stage_docs(
+        &self,
+        items: impl IntoIterator<Item = (IndexDoc, Option<Vec<f32>>)>,
+    ) -> Result<Vec<Arc<LaneIndex>>, SearchError> {
         let mut grown: Vec<Arc<LaneIndex>> = Vec::new();
-        for (memory, vector) in items {
-            let lane = self.lane_or_create(&Lane {
-                workspace_id: memory.workspace_id,
-                scope: memory.scope.clone(),
-            });
+        for (doc, vector) in items {
+            let lane = self.lane_or_create(&doc.lane);
             let slot = {
                 let mut docs = lane.docs_mut();
-                if let Some(old) = docs.by_id.get(&memory.id).copied() {
+                if let Some(old) = docs.by_id.get(&doc.id).copied() {
                     docs.slots[old as usize].alive = false;
                     lane.vectors_mut().remove(old);
                     self.text.delete(lane.key(old))?;
                 }
                 let slot = docs.slots.len() as Slot;
-                docs.slots.push(Doc::of(&memory));
-                docs.by_id.insert(memory.id, slot);
+                docs.slots.push(Doc::of(&doc));
+                docs.by_id.insert(doc.id, slot);
                 slot
             };
             if let Some(vector) = vector {
                 lane.vectors_mut().insert(slot, vector)?;
             }
-            self.text.add(lane.key(slot), &lane.term, &memory.content)?;
+            self.text.add(lane.key(slot), &lane.term, &doc.text)?;
             if !grown.iter().any(|l| Arc::ptr_eq(l, &lane)) {
                 grown.push(lane);
             }
@@ -380,7 +428,7 @@ impl SearchEngine {
                 return;
             };
             if memory.is_current {
-                docs.slots[slot as usize] = Doc::of(memory);
+                docs.slots[slot as usize] = Doc::of(&IndexDoc::of(memory));
                 return;
             }
             docs.by_id.remove(&memory.id);
@@ -390,6 +438,18 @@ impl SearchEngine {
         index.vectors_mut().remove(slot);
         if let Err(e) = self.text.delete(index.key(slot)) {
             tracing::error!(error = %e, "keyword index update failed");
+        }
+    }
+
+    /// Refreshes the ranking fields (feedback, category, project) of an indexed document; a
+    /// document the index does not hold is ignored.
+    pub fn refresh_doc(&self, doc: &IndexDoc) {
+        let Some(index) = self.lane(&doc.lane) else {
+            return;
+        };
+        let mut docs = index.docs_mut();
+        if let Some(slot) = docs.by_id.get(&doc.id).copied() {
+            docs.slots[slot as usize] = Doc::of(doc);
         }
     }
 

@@ -3,6 +3,8 @@
 
 pub mod accounts;
 pub mod memories;
+pub mod validate;
+pub mod vault;
 
 use std::sync::{Arc, Mutex};
 

@@ -6,6 +6,8 @@
 //! them), booleans are booleans.
 
 mod sql;
+pub mod vault;
+mod vault_sql;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -66,7 +68,8 @@ pub struct IndexedMemory {
 }
 
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+/// Memories, workspaces and jobs here; the Context Vault's part in [`vault::VaultStore`].
+pub trait Store: vault::VaultStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
     async fn ping(&self) -> StoreResult<()>;
     async fn close(&self);

@@ -271,8 +271,8 @@ macro_rules! sql_store {
         /// the commit.
         #[derive(Clone)]
         pub struct $store {
-            pool: sqlx::Pool<$db>,
-            writer: sqlx::Pool<$db>,
+            pub(super) pool: sqlx::Pool<$db>,
+            pub(super) writer: sqlx::Pool<$db>,
             inserts: mpsc::Sender<InsertJob>,
         }
 

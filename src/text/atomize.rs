@@ -22,6 +22,7 @@
 //!    deduplicated ignoring case, whitespace and final punctuation.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 /// Sentences of a text: handles abbreviations (Dr., Mr., Mrs., Ms., e.g., i.e., etc., vs., U.S.,
 /// a.m./p.m., Inc., Ltd., No.), decimals and versions (3.14, v1.2.3), initials (J. R. R.
@@ -55,6 +56,36 @@ pub fn split_sentences(text: &str) -> Vec<String> {
             Some(speaker) if segment.first_in_turn => format!("{speaker}: {}", segment.text),
             _ => segment.text,
         })
+        .collect()
+}
+
+/// Where the sentences of [`split_sentences`] are in `text`: one byte range per sentence, in
+/// order, same count, found by the same segmentation (one implementation: each sentence
+/// carries its source range through line joining and inline normalisation).
+///
+/// A range starts at the sentence's first character and ends after its last, so the slice has
+/// no surrounding whitespace. The slice is the source as written, so it may differ from the
+/// [`split_sentences`] string by what that normalises: inner line breaks and runs of
+/// whitespace (not collapsed here), `**` bold markers (kept; a marker pair right around the
+/// sentence is included), and markup at the start of a joined continuation line (a `> `
+/// quote marker). List markers before the sentence ("- ", "1. ") are not in the range. The
+/// first sentence of a chat turn starts at the speaker label ("Priya: on it" in "\[10:42\]
+/// Priya: on it"); a fenced code block is one range, between its fences.
+pub fn sentence_spans(text: &str) -> Vec<Range<usize>> {
+    parse(text)
+        .into_iter()
+        .filter(|segment| segment.kind != Kind::Heading)
+        .map(|segment| segment.span)
+        .collect()
+}
+
+/// Every segment of `text` as a byte range, headings and label lines included (`true` for
+/// those): what [`sentence_spans`] returns plus the lines [`split_sentences`] drops as
+/// context. A heading's range is its whole line, markers included ("## Setup").
+pub(crate) fn segment_spans(text: &str) -> Vec<(Range<usize>, bool)> {
+    parse(text)
+        .into_iter()
+        .map(|segment| (segment.span, segment.kind == Kind::Heading))
         .collect()
 }
 
@@ -207,6 +238,8 @@ enum Kind {
 struct Segment {
     kind: Kind,
     text: String,
+    /// Where the segment is in the parsed text (bytes, surrounding whitespace excluded).
+    span: Range<usize>,
     /// The label of the chat turn this sentence belongs to ("Alice" in "Alice: hi").
     speaker: Option<String>,
     first_in_turn: bool,
@@ -215,10 +248,11 @@ struct Segment {
 }
 
 impl Segment {
-    fn heading(text: String) -> Self {
+    fn heading(text: String, span: Range<usize>) -> Self {
         Segment {
             kind: Kind::Heading,
             text,
+            span,
             speaker: None,
             first_in_turn: false,
             item: false,
@@ -230,34 +264,68 @@ impl Segment {
 #[derive(Default)]
 struct Block {
     text: String,
+    /// Where each added line starts: (byte offset in `text`, byte offset in the source). A
+    /// line is copied verbatim, so any byte of it maps back by its distance from that start.
+    origins: Vec<(usize, usize)>,
     speaker: Option<String>,
+    /// Where the speaker label starts in the source.
+    speaker_at: usize,
     item: bool,
     last_line_chars: usize,
 }
 
 impl Block {
-    fn add_line(&mut self, line: &str) {
+    /// Appends `line`, which starts at byte `at` of the source.
+    fn add_line(&mut self, line: &str, at: usize) {
         if !self.text.is_empty() {
             self.text.push(' ');
         }
+        self.origins.push((self.text.len(), at));
         self.text.push_str(line);
         self.last_line_chars = line.chars().count();
     }
 
+    /// The source offset of byte `at` of `text` (which must lie within an added line).
+    fn source_offset(&self, at: usize) -> usize {
+        let line = self.origins.partition_point(|&(start, _)| start <= at);
+        let (start, source) = self.origins[line.saturating_sub(1)];
+        source + (at - start)
+    }
+
     /// Ends the block, appending its sentences to `out`.
-    fn flush(&mut self, out: &mut Vec<Segment>) {
+    fn flush(&mut self, out: &mut Vec<Segment>, source: &str) {
         let text = std::mem::take(&mut self.text);
         let speaker = self.speaker.take();
         let item = std::mem::take(&mut self.item);
-        for (i, sentence) in split_block(&text).into_iter().enumerate() {
+        for (i, (sentence, range)) in split_block(&text).into_iter().enumerate() {
+            let last = text[..range.end]
+                .chars()
+                .next_back()
+                .map_or(0, char::len_utf8);
+            let mut start = self.source_offset(range.start);
+            let mut end = self.source_offset(range.end - last) + last;
+            // A bold marker pair right around the sentence: "**Owner:** Alice owns it."
+            if source[..start].ends_with("**") {
+                start -= 2;
+            }
+            if source[end..].starts_with("**") {
+                end += 2;
+            }
+            if i == 0 && speaker.is_some() {
+                start = self.speaker_at;
+            }
+            let previous_end = out.last().map_or(0, |segment: &Segment| segment.span.end);
+            start = start.max(previous_end).min(end);
             out.push(Segment {
                 kind: Kind::Sentence,
                 text: sentence,
+                span: start..end,
                 speaker: speaker.clone(),
                 first_in_turn: i == 0,
                 item,
             });
         }
+        self.origins.clear();
     }
 
     /// Whether `line` continues this block's last line (hard-wrapped prose).
@@ -291,6 +359,8 @@ const CONNECTORS: &[&str] = &[
 
 /// Segments of a text, in order: sentences (with their chat speaker), headings and code blocks.
 fn parse(text: &str) -> Vec<Segment> {
+    // Every line below is a slice of `text`, so its position is its pointer's distance.
+    let at = |part: &str| (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
     let mut out = Vec::new();
     let mut block = Block::default();
     let mut code: Option<Vec<&str>> = None;
@@ -298,9 +368,9 @@ fn parse(text: &str) -> Vec<Segment> {
     for raw in text.lines() {
         let line = raw.trim();
         if line.starts_with("```") || line.starts_with("~~~") {
-            block.flush(&mut out);
+            block.flush(&mut out, text);
             match code.take() {
-                Some(lines) => push_code(&mut out, &lines),
+                Some(lines) => push_code(&mut out, &lines, text),
                 None => code = Some(Vec::new()),
             }
             continue;
@@ -312,42 +382,44 @@ fn parse(text: &str) -> Vec<Segment> {
         let line = strip_quote_marker(line);
         let opening = first_line && !line.is_empty();
         first_line &= line.is_empty();
+        let line_span = at(line)..at(line) + line.len();
         if line.is_empty() || is_rule(line) {
-            block.flush(&mut out);
+            block.flush(&mut out, text);
         } else if let Some(title) = atx_heading(line) {
-            block.flush(&mut out);
+            block.flush(&mut out, text);
             let title = label_text(title);
             if !title.is_empty() {
-                out.push(Segment::heading(title));
+                out.push(Segment::heading(title, line_span));
             }
         } else if let Some(item) = list_item(line) {
-            block.flush(&mut out);
+            block.flush(&mut out, text);
             if let Some(label) = label_heading(item) {
-                out.push(Segment::heading(label));
+                out.push(Segment::heading(label, line_span));
             } else {
                 block.item = true;
-                block.add_line(item);
+                block.add_line(item, at(item));
             }
         } else if opening && is_title_line(line) {
-            out.push(Segment::heading(label_text(line)));
+            out.push(Segment::heading(label_text(line), line_span));
         } else if let Some(label) = label_heading(line) {
-            block.flush(&mut out);
-            out.push(Segment::heading(label));
+            block.flush(&mut out, text);
+            out.push(Segment::heading(label, line_span));
         } else if let Some((speaker, said)) = speaker_turn(line) {
-            block.flush(&mut out);
+            block.flush(&mut out, text);
             block.speaker = Some(speaker.to_string());
-            block.add_line(said);
+            block.speaker_at = at(speaker);
+            block.add_line(said, at(said));
         } else {
             let indented_under_item = block.item && raw.starts_with(char::is_whitespace);
             if !indented_under_item && !block.is_continued_by(line) {
-                block.flush(&mut out);
+                block.flush(&mut out, text);
             }
-            block.add_line(line);
+            block.add_line(line, at(line));
         }
     }
-    block.flush(&mut out);
+    block.flush(&mut out, text);
     if let Some(lines) = code {
-        push_code(&mut out, &lines);
+        push_code(&mut out, &lines, text);
     }
     out
 }
@@ -372,18 +444,24 @@ fn is_title_line(line: &str) -> bool {
 }
 
 /// Whether a text has a word that reads as a finite verb or an auxiliary.
-fn has_verb(text: &str) -> bool {
+pub(crate) fn has_verb(text: &str) -> bool {
     text.split_whitespace()
         .any(|w| is_auxiliary(w) || is_finite_verb(&bare_lower(w)))
 }
 
-fn push_code(out: &mut Vec<Segment>, lines: &[&str]) {
+/// A fenced code block's lines (slices of `source`, fences excluded) as one segment.
+fn push_code(out: &mut Vec<Segment>, lines: &[&str], source: &str) {
     let text = lines.join("\n");
     let text = text.trim_matches('\n');
     if !text.trim().is_empty() {
+        let at = |part: &str| (part.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+        let mut filled = lines.iter().filter(|line| !line.trim().is_empty());
+        let first = filled.next().map_or("", |line| line.trim_start());
+        let last = filled.next_back().map_or(first, |line| line.trim_end());
         out.push(Segment {
             kind: Kind::Code,
             text: text.to_string(),
+            span: at(first)..at(last) + last.len(),
             speaker: None,
             first_in_turn: true,
             item: false,
@@ -563,9 +641,12 @@ const NOT_A_NAME: &[&str] = &[
 
 // ----- sentence boundaries -----------------------------------------------------------------
 
-/// Sentences of one block of prose (its lines already joined).
-fn split_block(text: &str) -> Vec<String> {
-    let chars: Vec<char> = normalize_inline(text).chars().collect();
+/// Sentences of one block of prose (its lines already joined), each with its byte range in
+/// `text`.
+fn split_block(text: &str) -> Vec<(String, Range<usize>)> {
+    let (normalized, origins) = normalize_inline(text);
+    let chars: Vec<char> = normalized.chars().collect();
+    let origin = |i: usize| origins[i]..origins[i] + chars[i].len_utf8();
     let mut sentences = Vec::new();
     let mut start = 0;
     let mut i = 0;
@@ -589,22 +670,36 @@ fn split_block(text: &str) -> Vec<String> {
         }
         let next = (after + 1).min(chars.len());
         if next >= chars.len() || is_boundary(&chars, start, i, end, after) {
-            push_sentence(&mut sentences, &chars[start..after]);
+            push_sentence(&mut sentences, &chars, start..after, origin);
             start = next;
         }
         i = after.max(i + 1);
     }
     if start < chars.len() {
-        push_sentence(&mut sentences, &chars[start..]);
+        push_sentence(&mut sentences, &chars, start..chars.len(), origin);
     }
     sentences
 }
 
-fn push_sentence(out: &mut Vec<String>, chars: &[char]) {
-    let sentence: String = chars.iter().collect();
-    let sentence = sentence.trim();
-    if sentence.chars().any(char::is_alphanumeric) {
-        out.push(sentence.to_string());
+/// Pushes `chars[range]`, trimmed, with the source range from its first to its last character
+/// (`origin` maps a character to its bytes in the source), unless it has no letter or digit.
+fn push_sentence(
+    out: &mut Vec<(String, Range<usize>)>,
+    chars: &[char],
+    range: Range<usize>,
+    origin: impl Fn(usize) -> Range<usize>,
+) {
+    let slice = &chars[range.clone()];
+    let (Some(first), Some(last)) = (
+        slice.iter().position(|c| !c.is_whitespace()),
+        slice.iter().rposition(|c| !c.is_whitespace()),
+    ) else {
+        return;
+    };
+    let trimmed = &slice[first..=last];
+    if trimmed.iter().any(|c| c.is_alphanumeric()) {
+        let span = origin(range.start + first).start..origin(range.start + last).end;
+        out.push((trimmed.iter().collect(), span));
     }
 }
 
@@ -734,29 +829,36 @@ fn is_sentence_opener(word: &str) -> bool {
         && SENTENCE_OPENERS.contains(&letters.to_lowercase().as_str())
 }
 
-/// Whitespace collapsed to single spaces and `**` bold markers removed (not inside backticks).
-fn normalize_inline(text: &str) -> String {
+/// Whitespace collapsed to single spaces and `**` bold markers removed (not inside backticks),
+/// with the byte offset in `text` of each character of the result (a collapsed space maps to
+/// its first whitespace character).
+fn normalize_inline(text: &str) -> (String, Vec<usize>) {
     let mut out = String::with_capacity(text.len());
+    let mut origins = Vec::with_capacity(text.len());
     let mut in_code = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
         if c == '`' {
             in_code = !in_code;
-        } else if c == '*' && !in_code && chars.peek() == Some(&'*') {
+        } else if c == '*' && !in_code && chars.peek().is_some_and(|&(_, next)| next == '*') {
             chars.next();
             continue;
         }
         if c.is_whitespace() {
             if !out.is_empty() && !out.ends_with(' ') {
                 out.push(' ');
+                origins.push(at);
             }
         } else {
             out.push(c);
+            origins.push(at);
         }
     }
-    let trimmed = out.trim_end().len();
-    out.truncate(trimmed);
-    out
+    if out.ends_with(' ') {
+        out.pop();
+        origins.pop();
+    }
+    (out, origins)
 }
 
 // ----- cleaning ----------------------------------------------------------------------------
@@ -779,7 +881,7 @@ fn clean_sentence(sentence: &str) -> Option<String> {
     }
 }
 
-fn is_question(text: &str) -> bool {
+pub(crate) fn is_question(text: &str) -> bool {
     text.trim_end_matches(is_closer).ends_with('?')
 }
 
@@ -1113,7 +1215,7 @@ const SOCIAL_WORDS: &[&str] = &[
 
 /// Whether a sentence says nothing: "Okay.", "Sounds good!", "See you tomorrow.", "Thanks,
 /// Alice!", "Let me know if you have questions."
-fn is_no_info(sentence: &str) -> bool {
+pub(crate) fn is_no_info(sentence: &str) -> bool {
     let originals: Vec<&str> = sentence
         .split(' ')
         .filter(|w| w.chars().any(char::is_alphanumeric))
@@ -1871,6 +1973,44 @@ fn possessor(subject: &Subject) -> Option<Subject> {
     })
 }
 
+/// For the document fact extractor: `sentence` with its first word, a subject pronoun (he,
+/// she, it, they, his, her, its, their, or a definitional "This is a/an/the ..."; not "This
+/// is why", whose "this" is a whole statement), replaced by the subject
+/// phrase of `previous` when the two agree (the rules of [`atomize`]), with the phrase that
+/// replaced it (the subject, or its possessor: "Sarah" for "Sarah's birthday ..."). `None`
+/// when the sentence does not open with one, `previous` opens with no subject phrase, they
+/// disagree, or "it" is the empty "it" of "it seems" / "it is important to".
+pub(crate) fn resolve_first_pronoun(previous: &str, sentence: &str) -> Option<(String, String)> {
+    let previous: Vec<&str> = previous.split_whitespace().collect();
+    let antecedent = noun_phrase(&previous, 0)?;
+    let words: Vec<&str> = sentence.split_whitespace().collect();
+    let first = *words.first()?;
+    if first == "This" {
+        let copula = matches!(words.get(1).copied(), Some("is" | "was"));
+        let verb = copula && matches!(words.get(2).copied(), Some("a" | "an" | "the"));
+        let agrees = matches!(
+            antecedent.referent,
+            Referent::Thing | Referent::Group | Referent::Org
+        );
+        if !(verb && agrees) {
+            return None;
+        }
+        let mut out = vec![capitalize_first(&antecedent.text)];
+        out.extend(words[1..].iter().map(|w| (*w).to_string()));
+        return Some((out.join(" "), antecedent.text));
+    }
+    if !is_pronoun_start(first) {
+        return None;
+    }
+    let resolved = replace_pronoun(&words, &antecedent)?;
+    let used = if resolved.starts_with(&capitalize_first(&antecedent.text)) {
+        antecedent.text
+    } else {
+        possessor(&antecedent)?.text
+    };
+    Some((resolved, used))
+}
+
 fn is_pronoun_start(word: &str) -> bool {
     let lower = bare_lower(word);
     let pronoun = lower.split('\'').next().unwrap_or("");
@@ -2062,7 +2202,7 @@ fn is_finite_verb(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{atomize, split_sentences};
+    use super::{atomize, resolve_first_pronoun, sentence_spans, split_sentences};
 
     fn sentences(text: &str) -> Vec<String> {
         split_sentences(text)
@@ -2769,5 +2909,145 @@ Sam: ok noted. See you tomorrow!
         assert_eq!((atoms[0].as_str(), atoms[1].len()), ("See", 100_000));
         let sentences = "Alice moved. She works. ".repeat(3_000);
         assert_eq!(atomize(&sentences, 100), ["Alice moved.", "Alice works."]);
+    }
+
+    // ----- sentence_spans ----------------------------------------------------------------
+
+    /// The inputs of the split_sentences tests above, plus the two realistic notes.
+    fn span_fixtures() -> Vec<&'static str> {
+        vec![
+            "Mr. Smith met Dr. Jones at 3 p.m. They talked. Mrs. Lee and Ms. Park joined later.",
+            "The meeting ends at 5 p.m. on Friday. Bob leaves at 6 p.m. Carol stays.",
+            "We use tools, e.g. Jira, i.e. the cloud one. It costs $3.50 vs. $5 elsewhere.",
+            "Costs rose 5% etc. and more etc. Then we left.",
+            "He moved to the U.S. last year. She moved to the U.S. The move was hard.",
+            "Acme Inc. is based in Ohio. They bought Foo Ltd. Their CEO left.",
+            "Pi is 3.14. Upgrade to v1.2.3 now. See example.com for details.",
+            "J. R. R. Tolkien wrote The Hobbit. C. S. Lewis was his friend. \
+             Plan B. The rest failed.",
+            "I waited... and waited. It failed… Nothing happened… really.",
+            r#"He said "Stop." Then he left. "Why?" she asked. (See the doc.) Next!"#,
+            "Room No. 5 is free. The answer is no. p99 is 80 ms. Dr. Patel agreed.",
+            "She has a Ph.D. from MIT. Her thesis was on NLP.",
+            "Line one without punctuation\nLine two also without\n\n\
+             A wrapped paragraph that is long enough to be wrapped\n\
+             across two lines. Done.\n\
+             The EU region follows in Q3 and is long enough\n\
+             (v2.3.1 or later).\n\
+             Sent to Alice and\n\
+             Bob, who agreed.",
+            "- First item\n- Second item. With two sentences\n* Third\n• Fourth\n\
+             1. Numbered one\n2) Numbered two\n(3) Numbered three\n\
+             - [ ] Open todo\n- [x] Done todo\n  continued in lower case",
+            "# Heading\n## Sub heading ##\nText under it.\n---\n**Bold label**\n\
+             Action items:\n**Owner:** Alice owns it.\n#hashtag stays",
+            "no punctuation at all",
+            "Two. sentences in lower case",
+            "",
+            " \n\t\n ... \n",
+            "```\nfn main() {}\nlet x = 1;\n```\nAfter code.\n\
+             alice: hi there. i moved\nbob: hey\nNote: not a speaker\n[10:42] Priya: on it",
+            "Zoë runs the Café Ünïcode. Ça marche! «Très bien.» Fin",
+            MEETING_NOTE,
+            "Chat digest: Sam (WhatsApp), 3 June\n\nSam: hey!! so I finally accepted the offer \
+             lol\nSam: starting on July 1st 🎉\nMe: I prefer tea  over\r\ncoffee btw.\r\n\
+             [10:42] Priya: the API is flaky again. it times out after 30s.",
+        ]
+    }
+
+    /// What split_sentences normalises: bold markers and runs of whitespace.
+    fn normalized(text: &str) -> String {
+        text.replace("**", "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn spans_are_trimmed_ordered_substrings_matching_split_sentences() {
+        for text in span_fixtures() {
+            let spans = sentence_spans(text);
+            let sentences = split_sentences(text);
+            assert_eq!(spans.len(), sentences.len(), "{text:?}");
+            let mut previous_end = 0;
+            for (span, sentence) in spans.iter().zip(&sentences) {
+                assert!(
+                    span.start >= previous_end && span.start < span.end,
+                    "{span:?}"
+                );
+                previous_end = span.end;
+                let slice = text.get(span.clone()).expect("a char-boundary range");
+                assert_eq!(slice, slice.trim(), "untrimmed span in {text:?}");
+                assert_eq!(normalized(slice), normalized(sentence), "in {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn spans_point_at_the_source_as_written() {
+        let text = "**Owner:** Alice owns it.\n- First  item\n  continued here.\n\
+                    ```\n  let x = 1;\n```\n[10:42] Priya: on it. Done";
+        let slices: Vec<&str> = sentence_spans(text)
+            .into_iter()
+            .map(|span| &text[span])
+            .collect();
+        assert_eq!(
+            slices,
+            [
+                "**Owner:** Alice owns it.",
+                "First  item\n  continued here.",
+                "let x = 1;",
+                "Priya: on it.",
+                "Done"
+            ]
+        );
+        // Byte offsets stay right after multi-byte characters.
+        let text = "Zoë läuft. Ça marche!";
+        let slices: Vec<&str> = sentence_spans(text).into_iter().map(|s| &text[s]).collect();
+        assert_eq!(slices, ["Zoë läuft.", "Ça marche!"]);
+    }
+
+    #[test]
+    fn first_pronoun_resolution_for_documents() {
+        assert_eq!(
+            resolve_first_pronoun(
+                "The Danube is the second-longest river in Europe.",
+                "It flows through ten countries."
+            ),
+            Some((
+                "The Danube flows through ten countries.".to_string(),
+                "The Danube".to_string()
+            ))
+        );
+        assert_eq!(
+            resolve_first_pronoun(
+                "Rust is a systems programming language.",
+                "This is a language without a garbage collector."
+            )
+            .map(|(resolved, _)| resolved)
+            .as_deref(),
+            Some("Rust is a language without a garbage collector.")
+        );
+        assert_eq!(
+            resolve_first_pronoun("Sarah's birthday is on 3 May.", "She turns 30."),
+            Some(("Sarah turns 30.".to_string(), "Sarah".to_string()))
+        );
+        assert_eq!(
+            resolve_first_pronoun("Rust is a programming language.", "This is why it is fast."),
+            None
+        );
+        // A person is not "it"; no subject, no resolution; "This" as a determiner stays.
+        assert_eq!(
+            resolve_first_pronoun(
+                "Marie Curie discovered polonium.",
+                "It was named after Poland."
+            ),
+            None
+        );
+        assert_eq!(resolve_first_pronoun("We met.", "It rained."), None);
+        assert_eq!(
+            resolve_first_pronoun("The river is long.", "This river is wide."),
+            None
+        );
     }
 }

@@ -4,5 +4,7 @@
 
 pub mod atomize;
 pub mod category;
+pub mod chunk;
+pub mod extract;
 pub mod specifics;
 pub mod supersession;

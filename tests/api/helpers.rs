@@ -107,11 +107,17 @@ pub fn test_settings(db: &TestDb) -> Settings {
         rate_limits: Switch::On,
         log_level: level,
         db_max_connections: 5,
+        // Tests fetch URL documents from servers on loopback.
+        fetch_allow_private: true,
+        ingest_backoff_ms: 20,
+        ingest_backoff_cap_ms: 200,
         ..Settings::default()
     }
 }
 
 pub struct TestApp {
+    /// The vault service of the running server (tests reach the ingestion supervisor).
+    pub vault: Arc<memvault::services::vault::VaultService>,
     pub address: String,
     pub client: reqwest::Client,
     pub workspace_id: Uuid,
@@ -147,7 +153,16 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 }
 
 pub async fn spawn_on(db: TestDb, settings: Settings) -> TestApp {
-    let mut app = start_server(db, settings).await;
+    spawn_with_faults(db, settings, None).await
+}
+
+/// A server whose ingestion pipeline injects `faults`.
+pub async fn spawn_with_faults(
+    db: TestDb,
+    settings: Settings,
+    faults: Option<Arc<dyn memvault_pipelines::pipeline::Faults>>,
+) -> TestApp {
+    let mut app = start_server(db, settings, faults).await;
     let accounts = AccountsService::new(app.store.clone(), Some(app.workspaces.clone()));
     let (workspace, api_key) = accounts
         .create_workspace("Test Workspace", None)
@@ -159,7 +174,11 @@ pub async fn spawn_on(db: TestDb, settings: Settings) -> TestApp {
 }
 
 /// A server on `db`, without a workspace of its own yet.
-async fn start_server(db: TestDb, settings: Settings) -> TestApp {
+async fn start_server(
+    db: TestDb,
+    settings: Settings,
+    faults: Option<Arc<dyn memvault_pipelines::pipeline::Faults>>,
+) -> TestApp {
     let extra: Router<AppState> = Router::new()
         .route("/test/panic", get(panics))
         .route("/test/slow", get(slow));
@@ -169,6 +188,7 @@ async fn start_server(db: TestDb, settings: Settings) -> TestApp {
             routes: Some(extra),
             embedder: Some(shared_embedder(&settings)),
             skip_index_rebuild: false,
+            pipeline_faults: faults,
         },
     )
     .await
@@ -176,11 +196,13 @@ async fn start_server(db: TestDb, settings: Settings) -> TestApp {
     let address = format!("http://{}", app.local_addr());
     let store = app.store();
     let workspaces = app.workspaces().clone();
+    let vault = app.vault().clone();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
     }));
     TestApp {
+        vault,
         address,
         client: reqwest::Client::new(),
         workspace_id: Uuid::nil(),
@@ -287,7 +309,7 @@ impl TestApp {
                 _dir: None,
             },
         );
-        let mut app = start_server(db, self.settings.clone()).await;
+        let mut app = start_server(db, self.settings.clone(), None).await;
         app.workspace_id = self.workspace_id;
         app.api_key = self.api_key.clone();
         app

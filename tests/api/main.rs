@@ -7,8 +7,11 @@ mod helpers;
 
 mod actors;
 mod cli;
+mod corpus;
 mod envelope;
 mod keys;
 mod memories;
 mod operations;
 mod retrieval;
+mod vault;
+mod vault_store;

@@ -17,9 +17,10 @@ use crate::error::{Error, Result};
 use crate::judge::UpdateJudge;
 use crate::model::{
     content_hash, normalize, now, to_micros, Category, Embedded, FieldPatch, Lane, ListFilter,
-    Memory, NewMemory, Rating, Source, NO_PROJECT,
+    Memory, NewMemory, Rating, Source,
 };
 use crate::search::{Filter, SearchEngine, SearchError};
+use crate::services::validate::*;
 use crate::services::{admit, Caller};
 use crate::storage::{FeedbackRecord, Store, Superseded};
 use crate::text::specifics::specifics;
@@ -38,8 +39,7 @@ pub use rebuild::RebuildReport;
 pub use search::{SearchHit, SearchParams, SearchResults};
 pub use transfer::{export, ImportReport};
 
-pub const MAX_SCOPE_CHARS: usize = 200;
-pub const MAX_PROJECT_CHARS: usize = 100;
+pub use crate::services::validate::{MAX_PROJECT_CHARS, MAX_SCOPE_CHARS};
 pub const MAX_SEARCH_CHARS: usize = 200;
 pub const MAX_EXPLANATION_CHARS: usize = 1_000;
 pub const DEFAULT_LIST_LIMIT: i64 = 20;
@@ -296,10 +296,6 @@ pub struct Success {
 
 // ----- validation ---------------------------------------------------------------------------
 
-fn chars(value: &str) -> usize {
-    value.chars().count()
-}
-
 /// The lane named by an optional `scope` (absent or empty = unscoped).
 pub fn lane(caller: &Caller, scope: Option<&str>) -> Result<Lane> {
     let scope = scope.unwrap_or_default();
@@ -313,134 +309,6 @@ pub fn lane(caller: &Caller, scope: Option<&str>) -> Result<Lane> {
         workspace_id: caller.workspace_id,
         scope: scope.to_string(),
     })
-}
-
-fn content(value: Option<&str>, max: usize) -> Result<String> {
-    let value = value.ok_or_else(|| Error::validation("content", "is required"))?;
-    if value.trim().is_empty() {
-        return Err(Error::validation("content", "must not be empty"));
-    }
-    if chars(value) > max {
-        return Err(Error::validation(
-            "content",
-            format!("must be at most {max} characters"),
-        ));
-    }
-    Ok(value.to_string())
-}
-
-fn parse_category(value: &str) -> Result<Category> {
-    value.parse::<Category>().map_err(|()| {
-        Error::validation(
-            "category",
-            format!("'{value}' is not one of {}", Category::expected()),
-        )
-    })
-}
-
-fn category(value: Option<&str>) -> Result<Option<Category>> {
-    value.map(parse_category).transpose()
-}
-
-fn project(value: Option<&str>) -> Result<String> {
-    let value = value.unwrap_or_default();
-    if chars(value) > MAX_PROJECT_CHARS {
-        return Err(Error::validation(
-            "project",
-            format!("must be at most {MAX_PROJECT_CHARS} characters"),
-        ));
-    }
-    if value == NO_PROJECT {
-        return Err(Error::validation(
-            "project",
-            format!("'{NO_PROJECT}' is reserved for list filters"),
-        ));
-    }
-    Ok(value.to_string())
-}
-
-fn timestamp(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>> {
-    value
-        .map(|v| {
-            DateTime::parse_from_rfc3339(v)
-                .map(|at| at.with_timezone(&Utc))
-                .map(|at| crate::model::from_micros(to_micros(at)))
-                .map_err(|_| {
-                    Error::validation(field, format!("'{v}' is not an ISO 8601 date-time"))
-                })
-        })
-        .transpose()
-}
-
-fn validity(from: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> Result<()> {
-    match (from, until) {
-        (Some(from), Some(until)) if from >= until => Err(Error::validation(
-            "validUntil",
-            "must be later than validFrom",
-        )),
-        _ => Ok(()),
-    }
-}
-
-fn memory_id(field: &str, value: &str) -> Result<Uuid> {
-    Uuid::parse_str(value).map_err(|_| Error::validation(field, format!("'{value}' is not a UUID")))
-}
-
-fn int_param(field: &str, value: Option<&str>, default: i64, min: i64, max: i64) -> Result<i64> {
-    let Some(raw) = value else { return Ok(default) };
-    let parsed: i64 = raw
-        .trim()
-        .parse()
-        .map_err(|_| Error::validation(field, format!("'{raw}' is not an integer")))?;
-    if parsed < min || parsed > max {
-        return Err(Error::validation(
-            field,
-            format!("must be between {min} and {max}"),
-        ));
-    }
-    Ok(parsed)
-}
-
-fn bool_param(field: &str, value: Option<&str>) -> Result<bool> {
-    match value.map(str::trim) {
-        None | Some("") | Some("false") | Some("0") => Ok(false),
-        Some("true") | Some("1") => Ok(true),
-        Some(other) => Err(Error::validation(
-            field,
-            format!("'{other}' is not true or false"),
-        )),
-    }
-}
-
-/// A comma-separated category filter.
-fn category_filter(value: Option<&str>) -> Result<Vec<Category>> {
-    comma_list(value).map(parse_category).collect()
-}
-
-/// A comma-separated project filter; the no-project literal selects memories without one.
-fn project_filter(value: Option<&str>) -> Result<Vec<String>> {
-    comma_list(value)
-        .map(|p| {
-            if p == NO_PROJECT {
-                Ok(String::new())
-            } else if chars(p) > MAX_PROJECT_CHARS {
-                Err(Error::validation(
-                    "project",
-                    format!("must be at most {MAX_PROJECT_CHARS} characters"),
-                ))
-            } else {
-                Ok(p.to_string())
-            }
-        })
-        .collect()
-}
-
-fn comma_list(value: Option<&str>) -> impl Iterator<Item = &str> {
-    value
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
 }
 
 // ----- the service --------------------------------------------------------------------------

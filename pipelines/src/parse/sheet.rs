@@ -1,0 +1,526 @@
+//! Spreadsheets (XLSX, XLS, ODS) through calamine, and the row formatting that CSV shares.
+//!
+//! For each sheet, when the first non-empty row looks like a header (every cell a non-empty,
+//! non-numeric string) each later row becomes `Header1: value1; Header2: value2` (empty cells
+//! skipped); otherwise a row is its cells joined by ` | `. Rows are grouped 50 to a section,
+//! `SheetName > Rows A-B` with 1-based spreadsheet row numbers. Dates print as ISO dates.
+//!
+//! Limits: zip containers pass [`super::zip_guard`] first and every entry is test-inflated
+//! against its declared size (calamine reads entries itself, so a lying header must be caught
+//! before); XLSX cells are streamed and counted against [`ParseLimits::max_cells`] as they
+//! come; XLS and ODS ranges are counted once loaded. `pages` is the number of sheets.
+
+use std::collections::BTreeMap;
+use std::io::Cursor;
+
+use calamine::{Data, DataType, Ods, OdsError, Reader, Xls, XlsError, Xlsx, XlsxError};
+
+use super::sink::Sections;
+use super::zip_guard::{self, Container};
+use super::{kind_name, ParseError, ParseLimits};
+use crate::model::{Parsed, SourceKind};
+
+/// Rows per section.
+pub(crate) const ROWS_PER_SECTION: usize = 50;
+
+/// One cell's text, and whether it is text (a header candidate) rather than a number or date.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cell {
+    pub(crate) text: String,
+    pub(crate) textual: bool,
+}
+
+pub(crate) fn parse(
+    kind: SourceKind,
+    bytes: &[u8],
+    limits: &ParseLimits,
+) -> Result<Parsed, ParseError> {
+    // Trust the bytes over the declared kind: a `.xls` that is really XLSX still reads.
+    let format = if zip_guard::is_encrypted_ooxml(bytes) {
+        return Err(ParseError::Encrypted);
+    } else if zip_guard::is_ole(bytes) {
+        SourceKind::Xls
+    } else if bytes.starts_with(b"PK\x03\x04") {
+        let probe = Container::open(bytes, limits, kind_name(kind))?;
+        if probe.has("xl/workbook.xml") {
+            SourceKind::Xlsx
+        } else if probe.has("content.xml") {
+            SourceKind::Ods
+        } else {
+            return Err(ParseError::corrupt(
+                kind_name(kind),
+                "the archive holds no workbook",
+            ));
+        }
+    } else {
+        return Err(ParseError::corrupt(
+            kind_name(kind),
+            "not a spreadsheet file",
+        ));
+    };
+    let name = kind_name(format);
+    if format != SourceKind::Xls {
+        zip_guard::verify_sizes(bytes, limits, name)?;
+    }
+    let mut cells_left = limits.max_cells;
+    let mut out = Sections::new(limits.max_text_bytes);
+    let sheets = match format {
+        SourceKind::Xlsx => {
+            let mut book = Xlsx::new(Cursor::new(bytes)).map_err(xlsx_error)?;
+            let names = book.sheet_names();
+            for sheet in &names {
+                let rows = xlsx_rows(&mut book, sheet, &mut cells_left, limits)?;
+                rows_to_sections(rows, Some(sheet), &mut out)?;
+            }
+            names.len()
+        }
+        SourceKind::Xls => {
+            let mut book = Xls::new(Cursor::new(bytes)).map_err(xls_error)?;
+            let names = book.sheet_names();
+            for sheet in &names {
+                let range = book.worksheet_range(sheet).map_err(xls_error)?;
+                let rows = range_rows(&range, &mut cells_left, limits)?;
+                rows_to_sections(rows, Some(sheet), &mut out)?;
+            }
+            names.len()
+        }
+        _ => {
+            let mut book = Ods::new(Cursor::new(bytes)).map_err(ods_error)?;
+            let names = book.sheet_names();
+            for sheet in &names {
+                let range = book.worksheet_range(sheet).map_err(ods_error)?;
+                let rows = range_rows(&range, &mut cells_left, limits)?;
+                rows_to_sections(rows, Some(sheet), &mut out)?;
+            }
+            names.len()
+        }
+    };
+    Ok(Parsed {
+        sections: out.into_vec(),
+        images: Vec::new(),
+        pages: u32::try_from(sheets).unwrap_or(u32::MAX),
+    })
+}
+
+fn xlsx_error(err: XlsxError) -> ParseError {
+    match err {
+        XlsxError::Password => ParseError::Encrypted,
+        other => {
+            tracing::debug!(error = %other, "xlsx read error");
+            ParseError::corrupt("xlsx", format!("the workbook could not be read {other}"))
+        }
+    }
+}
+
+fn xls_error(err: XlsError) -> ParseError {
+    match err {
+        XlsError::Password => ParseError::Encrypted,
+        other => {
+            tracing::debug!(error = %other, "xls read error");
+            ParseError::corrupt("xls", "the workbook could not be read")
+        }
+    }
+}
+
+fn ods_error(err: OdsError) -> ParseError {
+    match err {
+        OdsError::Password => ParseError::Encrypted,
+        other => {
+            tracing::debug!(error = %other, "ods read error");
+            ParseError::corrupt("ods", "the workbook could not be read")
+        }
+    }
+}
+
+fn cells_limit(limits: &ParseLimits) -> ParseError {
+    ParseError::Limit(format!(
+        "the spreadsheet has more than {} cells; the limit is {} cells",
+        limits.max_cells, limits.max_cells
+    ))
+}
+
+/// Sparse rows: 1-based row number -> cells by 0-based column.
+type Rows = BTreeMap<u32, Vec<(u32, Cell)>>;
+
+fn xlsx_rows(
+    book: &mut Xlsx<Cursor<&[u8]>>,
+    sheet: &str,
+    cells_left: &mut u64,
+    limits: &ParseLimits,
+) -> Result<Rows, ParseError> {
+    let mut rows = Rows::new();
+    let mut reader = book.worksheet_cells_reader(sheet).map_err(xlsx_error)?;
+    while let Some(cell) = reader.next_cell().map_err(xlsx_error)? {
+        if cell.get_value().is_empty() {
+            continue;
+        }
+        *cells_left = cells_left
+            .checked_sub(1)
+            .ok_or_else(|| cells_limit(limits))?;
+        let (row, col) = cell.get_position();
+        let data: Data = cell.get_value().clone().into();
+        let cell = to_cell(&data);
+        if !cell.text.is_empty() {
+            rows.entry(row.saturating_add(1))
+                .or_default()
+                .push((col, cell));
+        }
+    }
+    Ok(rows)
+}
+
+fn range_rows(
+    range: &calamine::Range<Data>,
+    cells_left: &mut u64,
+    limits: &ParseLimits,
+) -> Result<Rows, ParseError> {
+    let (row0, col0) = range.start().unwrap_or((0, 0));
+    let mut rows = Rows::new();
+    for (row, col, data) in range.used_cells() {
+        *cells_left = cells_left
+            .checked_sub(1)
+            .ok_or_else(|| cells_limit(limits))?;
+        let cell = to_cell(data);
+        if cell.text.is_empty() {
+            continue;
+        }
+        let row = row0.saturating_add(row as u32).saturating_add(1);
+        let col = col0.saturating_add(col as u32);
+        rows.entry(row).or_default().push((col, cell));
+    }
+    Ok(rows)
+}
+
+fn to_cell(data: &Data) -> Cell {
+    match data {
+        Data::String(s) => Cell {
+            text: super::sink::collapse_whitespace(s),
+            textual: true,
+        },
+        Data::DateTime(dt) if dt.is_datetime() => {
+            let (y, mo, d, h, mi, s, _) = dt.to_ymd_hms_milli();
+            let text = if (h, mi, s) == (0, 0, 0) {
+                format!("{y:04}-{mo:02}-{d:02}")
+            } else {
+                format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+            };
+            Cell {
+                text,
+                textual: false,
+            }
+        }
+        Data::Empty => Cell::default(),
+        other => Cell {
+            text: other.to_string(),
+            textual: false,
+        },
+    }
+}
+
+/// Turns sparse rows into dense ones (trailing empties dropped) and formats them.
+fn rows_to_sections(rows: Rows, sheet: Option<&str>, out: &mut Sections) -> Result<(), ParseError> {
+    let dense = rows.into_iter().map(|(number, cells)| {
+        let width = cells
+            .iter()
+            .map(|(c, _)| *c as usize + 1)
+            .max()
+            .unwrap_or(0);
+        // A row's width is bounded by the cells it holds; columns past the last cell are cut
+        // so that one cell at column XFD does not allocate 16k empty strings per row.
+        let width = width.min(cells.len().saturating_mul(4).max(64));
+        let mut dense = vec![Cell::default(); width];
+        for (col, cell) in cells {
+            if let Some(slot) = dense.get_mut(col as usize) {
+                *slot = cell;
+            }
+        }
+        (number, dense)
+    });
+    format_rows(dense, sheet, out)
+}
+
+/// Formats rows (1-based row number, cells) as lines, 50 to a section. Shared with CSV.
+pub(crate) fn format_rows(
+    rows: impl IntoIterator<Item = (u32, Vec<Cell>)>,
+    prefix: Option<&str>,
+    out: &mut Sections,
+) -> Result<(), ParseError> {
+    let mut header: Option<(u32, Vec<String>)> = None;
+    let mut seen_first = false;
+    let mut group: Vec<String> = Vec::new();
+    let mut first_row = 0u32;
+    let mut last_row = 0u32;
+    for (number, mut cells) in rows {
+        while cells.last().is_some_and(|c| c.text.is_empty()) {
+            cells.pop();
+        }
+        if cells.is_empty() {
+            continue;
+        }
+        if !seen_first {
+            seen_first = true;
+            if cells.iter().all(|c| c.textual && !c.text.is_empty()) {
+                header = Some((number, cells.into_iter().map(|c| c.text).collect()));
+                continue;
+            }
+        }
+        let line = match &header {
+            Some((_, names)) => cells
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.text.is_empty())
+                .map(|(i, c)| match names.get(i) {
+                    Some(name) => format!("{name}: {}", c.text),
+                    None => format!("Column {}: {}", i + 1, c.text),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            None => cells
+                .iter()
+                .filter(|c| !c.text.is_empty())
+                .map(|c| c.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" | "),
+        };
+        if group.is_empty() {
+            first_row = number;
+        }
+        last_row = number;
+        group.push(line);
+        if group.len() == ROWS_PER_SECTION {
+            flush(&mut group, prefix, first_row, last_row, out)?;
+        }
+    }
+    if !group.is_empty() {
+        flush(&mut group, prefix, first_row, last_row, out)?;
+    } else if let Some((number, names)) = header {
+        // A header with no rows under it is still the sheet's text.
+        let mut line = vec![names.join(" | ")];
+        flush(&mut line, prefix, number, number, out)?;
+    }
+    Ok(())
+}
+
+fn flush(
+    group: &mut Vec<String>,
+    prefix: Option<&str>,
+    first: u32,
+    last: u32,
+    out: &mut Sections,
+) -> Result<(), ParseError> {
+    let rows = format!("Rows {first}-{last}");
+    let path = match prefix {
+        Some(sheet) => format!("{sheet} > {rows}"),
+        None => rows,
+    };
+    out.push(path, std::mem::take(group).join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::zip_guard::tests::{zeros_bomb, zip_of};
+
+    fn xlsx_of(sheets: &[(&str, &str)], shared: &[&str]) -> Vec<u8> {
+        let mut workbook = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+             <workbook xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\" \
+             xmlns:r=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships\"><sheets>",
+        );
+        let mut rels = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+             <Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\">",
+        );
+        let mut files: Vec<(String, String)> = Vec::new();
+        for (i, (name, rows)) in sheets.iter().enumerate() {
+            let n = i + 1;
+            workbook.push_str(&format!(
+                "<sheet name=\"{name}\" sheetId=\"{n}\" r:id=\"rId{n}\"/>"
+            ));
+            rels.push_str(&format!(
+                "<Relationship Id=\"rId{n}\" \
+                 Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet\" \
+                 Target=\"worksheets/sheet{n}.xml\"/>"
+            ));
+            files.push((
+                format!("xl/worksheets/sheet{n}.xml"),
+                format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+                     <worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">\
+                     <sheetData>{rows}</sheetData></worksheet>"
+                ),
+            ));
+        }
+        workbook.push_str("</sheets></workbook>");
+        let strings: String = shared
+            .iter()
+            .map(|s| format!("<si><t>{s}</t></si>"))
+            .collect();
+        rels.push_str(
+            "<Relationship Id=\"rIdS\" \
+             Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings\" \
+             Target=\"sharedStrings.xml\"/></Relationships>",
+        );
+        files.push(("xl/workbook.xml".into(), workbook));
+        files.push(("xl/_rels/workbook.xml.rels".into(), rels));
+        files.push((
+            "xl/sharedStrings.xml".into(),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+                 <sst xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">{strings}</sst>"
+            ),
+        ));
+        files.push((
+            "[Content_Types].xml".into(),
+            "<?xml version=\"1.0\"?><Types xmlns=\"http://schemas.openxmlformats.org/package/2006/content-types\"/>".into(),
+        ));
+        let entries: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.as_bytes()))
+            .collect();
+        zip_of(&entries)
+    }
+
+    fn row(n: u32, cells: &[(&str, &str)]) -> String {
+        let cells: String = cells
+            .iter()
+            .map(|(r, v)| {
+                if let Some(s) = v.strip_prefix('s') {
+                    format!("<c r=\"{r}{n}\" t=\"s\"><v>{s}</v></c>")
+                } else {
+                    format!("<c r=\"{r}{n}\"><v>{v}</v></c>")
+                }
+            })
+            .collect();
+        format!("<row r=\"{n}\">{cells}</row>")
+    }
+
+    #[test]
+    fn xlsx_with_header_rows_and_sections() {
+        let mut rows = row(1, &[("A", "s0"), ("B", "s1")]);
+        for n in 2..=61 {
+            rows.push_str(&row(n, &[("A", "s2"), ("B", &n.to_string())]));
+        }
+        let plain = row(3, &[("B", "1.5"), ("C", "s2")]) + &row(4, &[("A", "7")]);
+        let bytes = xlsx_of(
+            &[("People", &rows), ("Raw", &plain)],
+            &["Name", "Age", "Ada"],
+        );
+        let parsed =
+            crate::parse::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.pages, 2);
+        let paths: Vec<&str> = parsed.sections.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "People > Rows 2-51",
+                "People > Rows 52-61",
+                "Raw > Rows 3-4"
+            ]
+        );
+        let first = &parsed.sections[0].text;
+        assert!(
+            first.starts_with("Name: Ada; Age: 2\nName: Ada; Age: 3\n"),
+            "{first}"
+        );
+        assert_eq!(first.lines().count(), 50);
+        assert_eq!(parsed.sections[2].text, "1.5 | Ada\n7");
+    }
+
+    #[test]
+    fn xlsx_cell_cap() {
+        let rows = row(1, &[("A", "1"), ("B", "2")]) + &row(2, &[("A", "3"), ("B", "4")]);
+        let bytes = xlsx_of(&[("S", &rows)], &[]);
+        let limits = ParseLimits {
+            max_cells: 3,
+            ..ParseLimits::default()
+        };
+        let err = crate::parse::parse(SourceKind::Xlsx, &bytes, &limits).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+    }
+
+    #[test]
+    fn ods_reads() {
+        let content = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+            <office:document-content xmlns:office=\"urn:oasis:names:tc:opendocument:xmlns:office:1.0\" \
+            xmlns:table=\"urn:oasis:names:tc:opendocument:xmlns:table:1.0\" \
+            xmlns:text=\"urn:oasis:names:tc:opendocument:xmlns:text:1.0\" \
+            office:version=\"1.2\"><office:body><office:spreadsheet>\
+            <table:table table:name=\"Stock\">\
+            <table:table-row><table:table-cell office:value-type=\"string\"><text:p>Item</text:p></table:table-cell>\
+            <table:table-cell office:value-type=\"string\"><text:p>Count</text:p></table:table-cell></table:table-row>\
+            <table:table-row><table:table-cell office:value-type=\"string\"><text:p>Bolts</text:p></table:table-cell>\
+            <table:table-cell office:value-type=\"float\" office:value=\"12\"><text:p>12</text:p></table:table-cell></table:table-row>\
+            </table:table></office:spreadsheet></office:body></office:document-content>";
+        let bytes = zip_of(&[
+            ("mimetype", b"application/vnd.oasis.opendocument.spreadsheet"),
+            ("content.xml", content.as_bytes()),
+            (
+                "META-INF/manifest.xml",
+                b"<?xml version=\"1.0\"?><manifest:manifest xmlns:manifest=\"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0\"/>",
+            ),
+        ]);
+        assert_eq!(crate::parse::sniff(&bytes), Some(SourceKind::Ods));
+        let parsed = crate::parse::parse(SourceKind::Ods, &bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.pages, 1);
+        assert_eq!(parsed.sections.len(), 1);
+        assert_eq!(parsed.sections[0].path, "Stock > Rows 2-2");
+        assert_eq!(parsed.sections[0].text, "Item: Bolts; Count: 12");
+    }
+
+    #[test]
+    fn bomb_in_a_workbook_is_a_limit() {
+        let bytes = zeros_bomb(
+            "xl/worksheets/sheet1.xml",
+            40,
+            &[("xl/workbook.xml", b"<w/>")],
+        );
+        let err =
+            crate::parse::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+    }
+
+    #[test]
+    fn not_a_workbook_is_corrupt() {
+        let bytes = zip_of(&[("hello.txt", b"hi")]);
+        let err =
+            crate::parse::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn header_only_and_extra_columns() {
+        let mut out = Sections::new(1000);
+        let cell = |t: &str, textual| Cell {
+            text: t.into(),
+            textual,
+        };
+        format_rows(
+            vec![(1, vec![cell("A", true), cell("B", true)])],
+            None,
+            &mut out,
+        )
+        .unwrap();
+        format_rows(
+            vec![
+                (1, vec![cell("x", true), cell("", false)]),
+                (2, vec![cell("1", false), cell("", false), cell("3", false)]),
+            ],
+            Some("S"),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<(String, String)> = out
+            .into_vec()
+            .into_iter()
+            .map(|s| (s.path, s.text))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("Rows 1-1".to_string(), "A | B".to_string()),
+                ("S > Rows 1-2".to_string(), "x: 1; Column 3: 3".to_string()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! One generation of one document: walks the phases that are not committed yet, records
+//! progress, and leaves its outcome in the shared slot before it stops. It never writes a
+//! terminal status: the supervisor does, when it sees the generation end.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::Semaphore;
+use uuid::Uuid;
+
+use super::progress::{persist_due, ProgressCell};
+use super::{
+    merge_ocr, DocumentTask, EmbeddedFact, Engines, Fault, Phase, PhaseError, PipelineConfig,
+    Progress, StoreError,
+};
+use crate::model::Parsed;
+use crate::parse::{self, ParseError};
+
+/// What a generation shares with its supervisor.
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub progress: ProgressCell,
+    /// Set just before the generation stops on its own.
+    pub outcome: Mutex<Option<Result<(), PhaseError>>>,
+}
+
+pub struct DocumentArgs {
+    pub id: Uuid,
+    /// 1 for the first generation.
+    pub attempt: u32,
+    pub engines: Engines,
+    pub config: Arc<PipelineConfig>,
+    /// Shared by every document: bounds the blocking work (parse, OCR, chunking).
+    pub blocking: Arc<Semaphore>,
+    pub shared: Arc<Shared>,
+}
+
+pub struct DocumentPipeline;
+
+pub struct DocumentState {
+    args: DocumentArgs,
+    last_phase: Option<Phase>,
+    last_persist: Option<Instant>,
+}
+
+pub enum DocumentMsg {
+    /// Run the remaining phases (sent to itself once, at start).
+    Run,
+}
+
+impl From<StoreError> for PhaseError {
+    fn from(error: StoreError) -> Self {
+        PhaseError::Transient(format!("storage: {error}"))
+    }
+}
+
+fn parse_failure(error: ParseError) -> PhaseError {
+    // Parsing is deterministic: the same bytes fail the same way on every attempt.
+    PhaseError::Permanent(error.to_string())
+}
+
+impl DocumentState {
+    /// Records progress in the shared cell, and persists it when due.
+    async fn record(&mut self, phase: Phase, processed: u32, total: u32) -> Result<(), PhaseError> {
+        self.args.shared.progress.record(phase, processed, total);
+        let changed = self.last_phase != Some(phase);
+        if persist_due(
+            changed,
+            self.last_persist.map(|at| at.elapsed()),
+            self.args.config.persist_every,
+        ) {
+            self.args
+                .engines
+                .store
+                .record_progress(
+                    self.args.id,
+                    Progress {
+                        phase,
+                        processed,
+                        total,
+                    },
+                )
+                .await?;
+            self.last_phase = Some(phase);
+            self.last_persist = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Runs `work` on a blocking thread once a shared slot is free. The slot is held by the
+    /// thread, so a killed generation's leftover work still counts against the bound.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, PhaseError> {
+        let progress = &self.args.shared.progress;
+        progress.set_waiting(true);
+        let permit = self.args.blocking.clone().acquire_owned().await;
+        progress.set_waiting(false);
+        let permit =
+            permit.map_err(|_| PhaseError::Transient("the pipeline is shutting down".into()))?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work()
+        })
+        .await
+        .map_err(|error| PhaseError::Transient(format!("a worker thread failed: {error}")))
+    }
+
+    async fn inject(&self, phase: Phase) -> Result<(), PhaseError> {
+        let Some(faults) = &self.args.engines.faults else {
+            return Ok(());
+        };
+        match faults.at(self.args.id, phase, self.args.attempt) {
+            None => Ok(()),
+            Some(Fault::Fail(message)) => Err(PhaseError::Transient(message)),
+            Some(Fault::Panic) => panic!("injected panic in the {} phase", phase.as_str()),
+            Some(Fault::Hang) => {
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        }
+    }
+
+    async fn run(&mut self) -> Result<(), PhaseError> {
+        let store = self.args.engines.store.clone();
+        let task = store.load(self.args.id).await?;
+        let mut parsed: Option<Parsed> = None;
+        for phase in Phase::remaining(task.done) {
+            self.record(phase, 0, 0).await?;
+            self.inject(phase).await?;
+            match phase {
+                Phase::Parse => parsed = Some(self.parse(&task).await?),
+                Phase::Ocr => self.ocr(&task, parsed.take()).await?,
+                Phase::Chunk => self.chunk(&task).await?,
+                Phase::Embed => self.embed().await?,
+                Phase::Extract => self.extract(&task).await?,
+            }
+        }
+        Ok(())
+    }
+
+    async fn parse_bytes(&self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
+        let raw = self.args.engines.store.raw(self.args.id).await?;
+        let kind = task.kind;
+        let limits = self.args.config.parse_limits.clone();
+        self.blocking(move || parse::parse(kind, &raw, &limits))
+            .await?
+            .map_err(parse_failure)
+    }
+
+    async fn parse(&mut self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
+        let parsed = self.parse_bytes(task).await?;
+        self.args
+            .engines
+            .store
+            .save_sections(self.args.id, Phase::Parse, &parsed.sections)
+            .await?;
+        self.record(Phase::Parse, 1, 1).await?;
+        Ok(parsed)
+    }
+
+    async fn ocr(&mut self, task: &DocumentTask, parsed: Option<Parsed>) -> Result<(), PhaseError> {
+        let store = self.args.engines.store.clone();
+        // A respawn after the parse phase parses again for the images (parsing is cheap next
+        // to OCR, and keeps images out of the database).
+        let parsed = match parsed {
+            Some(parsed) => parsed,
+            None => self.parse_bytes(task).await?,
+        };
+        if parsed.images.is_empty() {
+            return Ok(store.finish_phase(self.args.id, Phase::Ocr).await?);
+        }
+        let total = parsed.images.len() as u32;
+        let mut recognized = Vec::with_capacity(parsed.images.len());
+        let mut failures = Vec::new();
+        for (done, image) in parsed.images.iter().enumerate() {
+            self.record(Phase::Ocr, done as u32, total).await?;
+            let ocr = self.args.engines.ocr.clone();
+            let data = image.data.clone();
+            match self.blocking(move || ocr.recognize(&data)).await? {
+                Ok(text) => recognized.push((image.position, image.path.clone(), text)),
+                Err(error) => {
+                    tracing::warn!(document_id = %self.args.id, path = %image.path, %error, "ocr failed on an image");
+                    failures.push(error);
+                }
+            }
+        }
+        self.record(Phase::Ocr, total, total).await?;
+        let sections = merge_ocr(&parsed, &recognized);
+        if sections.iter().all(|s| s.text.trim().is_empty()) {
+            return Err(PhaseError::Permanent(match failures.first() {
+                Some(error) => format!("ocr could not read the document: {error}"),
+                None => "no text found in the document, even by ocr".to_string(),
+            }));
+        }
+        Ok(store
+            .save_sections(self.args.id, Phase::Ocr, &sections)
+            .await?)
+    }
+
+    async fn chunk(&mut self, task: &DocumentTask) -> Result<(), PhaseError> {
+        let store = self.args.engines.store.clone();
+        let sections = store.sections(self.args.id).await?;
+        let chunker = self.args.engines.chunker.clone();
+        let title = task.title.clone();
+        let chunks = self
+            .blocking(move || chunker.chunk(&title, &sections))
+            .await?;
+        if chunks.is_empty() {
+            return Err(PhaseError::Permanent(
+                "no text found in the document".to_string(),
+            ));
+        }
+        store.save_chunks(self.args.id, &chunks).await?;
+        let total = chunks.len() as u32;
+        self.record(Phase::Chunk, total, total).await
+    }
+
+    async fn embed(&mut self) -> Result<(), PhaseError> {
+        let store = self.args.engines.store.clone();
+        let chunks = store.chunks_to_embed(self.args.id).await?;
+        let total = chunks.len() as u32;
+        let mut done = 0u32;
+        for batch in chunks.chunks(self.args.config.embed_batch.max(1)) {
+            self.record(Phase::Embed, done, total).await?;
+            let texts = batch.iter().map(|c| c.contextual_content.clone()).collect();
+            let vectors = self
+                .args
+                .engines
+                .embedder
+                .embed(texts)
+                .await
+                .map_err(|e| PhaseError::Transient(format!("embedding: {e}")))?;
+            if vectors.len() != batch.len() {
+                return Err(PhaseError::Transient(format!(
+                    "embedding: {} vectors for {} chunks",
+                    vectors.len(),
+                    batch.len()
+                )));
+            }
+            let pairs: Vec<_> = batch.iter().map(|c| c.id).zip(vectors).collect();
+            store.save_chunk_vectors(self.args.id, &pairs).await?;
+            done += batch.len() as u32;
+        }
+        self.record(Phase::Embed, done, total).await?;
+        Ok(store.finish_phase(self.args.id, Phase::Embed).await?)
+    }
+
+    async fn extract(&mut self, task: &DocumentTask) -> Result<(), PhaseError> {
+        let store = self.args.engines.store.clone();
+        let chunks = store.chunks_to_extract(self.args.id).await?;
+        let total = chunks.len() as u32;
+        for (done, chunk) in chunks.iter().enumerate() {
+            self.record(Phase::Extract, done as u32, total).await?;
+            let facts = self
+                .args
+                .engines
+                .extractor
+                .extract(&task.title, chunk)
+                .await
+                .map_err(|e| PhaseError::Transient(format!("extraction: {e}")))?;
+            let embedded = if facts.is_empty() {
+                Vec::new()
+            } else {
+                let texts = facts.iter().map(|f| f.content.clone()).collect();
+                let vectors = self
+                    .args
+                    .engines
+                    .embedder
+                    .embed(texts)
+                    .await
+                    .map_err(|e| PhaseError::Transient(format!("embedding: {e}")))?;
+                facts
+                    .into_iter()
+                    .zip(vectors)
+                    .map(|(fact, vector)| EmbeddedFact { fact, vector })
+                    .collect()
+            };
+            store.save_facts(self.args.id, chunk, &embedded).await?;
+        }
+        self.record(Phase::Extract, total, total).await?;
+        Ok(store.finish_phase(self.args.id, Phase::Extract).await?)
+    }
+}
+
+impl Actor for DocumentPipeline {
+    type Msg = DocumentMsg;
+    type State = DocumentState;
+    type Arguments = DocumentArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: DocumentArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        args.shared.progress.beat();
+        myself.cast(DocumentMsg::Run)?;
+        Ok(DocumentState {
+            args,
+            last_phase: None,
+            last_persist: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            DocumentMsg::Run => {
+                let outcome = state.run().await;
+                if let Ok(mut slot) = state.args.shared.outcome.lock() {
+                    *slot = Some(outcome);
+                }
+                myself.stop(None);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,403 @@
+//! The supervised ingestion pipeline.
+//!
+//! One [`IngestSupervisor`](supervisor::IngestSupervisor) runs the documents: each attempt at a
+//! document (a *generation*) is a [`DocumentPipeline`](document::DocumentPipeline) actor that
+//! walks the phases parse -> OCR -> chunk -> embed -> extract, committing each phase's output
+//! through the [`DocumentStore`] and recording progress as it goes. The supervisor watches that
+//! progress: a generation that stops recording progress for `stale_after`, or dies (error,
+//! panic, kill), is killed and respawned after a capped exponential backoff; a respawn resumes
+//! after the last committed phase. Terminal statuses are written by the supervisor only, so a
+//! cancel and a completion can never both land.
+//!
+//! Storage, OCR, chunking, embedding and extraction are traits the server implements; this crate
+//! never touches SQL or HTTP.
+
+pub mod document;
+pub mod progress;
+pub mod supervisor;
+
+pub use supervisor::{IngestStats, Ingestion, IngestionUnavailable};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::model::{ChunkDraft, FactDraft, Parsed, Section, SourceKind};
+use crate::parse::ParseLimits;
+
+pub use memvault_actors::jobs::backoff;
+
+/// A processing phase, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Parse,
+    Ocr,
+    Chunk,
+    Embed,
+    Extract,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 5] = [
+        Phase::Parse,
+        Phase::Ocr,
+        Phase::Chunk,
+        Phase::Embed,
+        Phase::Extract,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Parse => "parse",
+            Phase::Ocr => "ocr",
+            Phase::Chunk => "chunk",
+            Phase::Embed => "embed",
+            Phase::Extract => "extract",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == value)
+    }
+
+    /// The phases still to run after `done` (all of them when nothing is done).
+    pub fn remaining(done: Option<Phase>) -> impl Iterator<Item = Phase> {
+        Phase::ALL.into_iter().filter(move |p| Some(*p) > done)
+    }
+}
+
+/// A document's status, as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Processing,
+    Retrying,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Pending,
+        Status::Processing,
+        Status::Retrying,
+        Status::Completed,
+        Status::Failed,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Processing => "processing",
+            Status::Retrying => "retrying",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| s.as_str() == value)
+    }
+
+    /// No more work will happen unless someone asks for a retry.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// What the pipeline needs to know about a document to (re)start it.
+#[derive(Debug, Clone)]
+pub struct DocumentTask {
+    pub id: Uuid,
+    pub title: String,
+    /// How to parse the stored bytes.
+    pub kind: SourceKind,
+    /// The last phase whose output is committed.
+    pub done: Option<Phase>,
+}
+
+/// One stored chunk, as the embed and extract phases read it back.
+#[derive(Debug, Clone)]
+pub struct StoredChunk {
+    pub id: Uuid,
+    pub index: u32,
+    pub section_path: String,
+    pub content: String,
+    pub contextual_content: String,
+}
+
+/// A fact with its vector, ready to be stored with its evidence.
+#[derive(Debug, Clone)]
+pub struct EmbeddedFact {
+    pub fact: FactDraft,
+    pub vector: Vec<f32>,
+}
+
+/// A status change, persisted with a timestamp in the document's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusChange {
+    pub status: Status,
+    /// The phase it happened in (for `retrying` and `failed`: where it broke).
+    pub phase: Option<Phase>,
+    /// Attempts made so far (the generation number).
+    pub attempts: u32,
+    /// Why, for `retrying`, `failed` and `cancelled`.
+    pub message: Option<String>,
+}
+
+/// Recorded progress inside a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub phase: Phase,
+    pub processed: u32,
+    pub total: u32,
+}
+
+/// A storage failure: the attempt is retried.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// Where documents, their phase outputs and their statuses live. Every method that commits a
+/// phase's output is idempotent: a respawned generation may call it again.
+#[async_trait]
+pub trait DocumentStore: Send + Sync + 'static {
+    async fn load(&self, id: Uuid) -> Result<DocumentTask, StoreError>;
+    /// The stored upload (or fetched body), exactly as received.
+    async fn raw(&self, id: Uuid) -> Result<Vec<u8>, StoreError>;
+    /// Persists the text of `phase` (parse, then OCR) and marks `phase` done.
+    async fn save_sections(
+        &self,
+        id: Uuid,
+        phase: Phase,
+        sections: &[Section],
+    ) -> Result<(), StoreError>;
+    async fn sections(&self, id: Uuid) -> Result<Vec<Section>, StoreError>;
+    /// Replaces the document's chunks with `chunks` and marks chunking done.
+    async fn save_chunks(&self, id: Uuid, chunks: &[ChunkDraft]) -> Result<(), StoreError>;
+    /// Chunks that have no vector yet.
+    async fn chunks_to_embed(&self, id: Uuid) -> Result<Vec<StoredChunk>, StoreError>;
+    /// Stores chunk vectors (and indexes them).
+    async fn save_chunk_vectors(
+        &self,
+        id: Uuid,
+        vectors: &[(Uuid, Vec<f32>)],
+    ) -> Result<(), StoreError>;
+    /// Chunks whose facts are not stored yet.
+    async fn chunks_to_extract(&self, id: Uuid) -> Result<Vec<StoredChunk>, StoreError>;
+    /// Stores one chunk's facts with their evidence (merged with an equal memory of the same
+    /// vault lane) and marks the chunk extracted, in one transaction.
+    async fn save_facts(
+        &self,
+        id: Uuid,
+        chunk: &StoredChunk,
+        facts: &[EmbeddedFact],
+    ) -> Result<(), StoreError>;
+    /// Marks a phase done that has no output of its own (embed, extract).
+    async fn finish_phase(&self, id: Uuid, phase: Phase) -> Result<(), StoreError>;
+    /// Persists progress and the heartbeat time.
+    async fn record_progress(&self, id: Uuid, progress: Progress) -> Result<(), StoreError>;
+    /// Persists a status change and appends it to the document's history.
+    async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<(), StoreError>;
+}
+
+/// Optical character recognition. Blocking: the pipeline calls it on a blocking thread.
+pub trait Ocr: Send + Sync + 'static {
+    fn recognize(&self, image: &[u8]) -> Result<String, String>;
+}
+
+/// Sections -> chunks. CPU-bound: called on a blocking thread.
+pub trait Chunker: Send + Sync + 'static {
+    fn chunk(&self, title: &str, sections: &[Section]) -> Vec<ChunkDraft>;
+}
+
+/// Sentence vectors (the server's embedder runs the model off the async workers itself).
+#[async_trait]
+pub trait Embedder: Send + Sync + 'static {
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String>;
+}
+
+/// Facts of one chunk (offline rules, or an LLM).
+#[async_trait]
+pub trait Extractor: Send + Sync + 'static {
+    async fn extract(&self, title: &str, chunk: &StoredChunk) -> Result<Vec<FactDraft>, String>;
+}
+
+/// A failure injected at a named phase (tests and chaos drills).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The phase returns an error (retried).
+    Fail(String),
+    /// The phase panics (the actor dies).
+    Panic,
+    /// The phase stops making progress (the supervisor kills it when it goes stale).
+    Hang,
+}
+
+/// Decides whether to inject a fault when `phase` of generation `attempt` starts.
+pub trait Faults: Send + Sync + 'static {
+    fn at(&self, document: Uuid, phase: Phase, attempt: u32) -> Option<Fault>;
+}
+
+/// What the pipeline works with.
+#[derive(Clone)]
+pub struct Engines {
+    pub store: Arc<dyn DocumentStore>,
+    pub ocr: Arc<dyn Ocr>,
+    pub chunker: Arc<dyn Chunker>,
+    pub embedder: Arc<dyn Embedder>,
+    pub extractor: Arc<dyn Extractor>,
+    pub faults: Option<Arc<dyn Faults>>,
+}
+
+/// Tuning of the pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    /// Documents processed at once.
+    pub max_documents: usize,
+    /// Generations per document before it is `failed`.
+    pub max_attempts: u32,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    /// A generation that records no progress for this long is killed.
+    pub stale_after: Duration,
+    /// How often the supervisor checks for stale generations.
+    pub check_every: Duration,
+    /// Progress is persisted at most this often per document (phase changes always are).
+    pub persist_every: Duration,
+    /// Chunks embedded per batch.
+    pub embed_batch: usize,
+    /// Blocking work (parse, OCR, chunking) running at once, all documents together.
+    pub max_blocking: usize,
+    pub parse_limits: ParseLimits,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            max_documents: 2,
+            max_attempts: 4,
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(60),
+            stale_after: Duration::from_secs(120),
+            check_every: Duration::from_secs(5),
+            persist_every: Duration::from_secs(1),
+            embed_batch: 16,
+            max_blocking: 1,
+            parse_limits: ParseLimits::default(),
+        }
+    }
+}
+
+/// Why a generation ended without finishing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PhaseError {
+    /// Retrying cannot help (a corrupt, encrypted, empty or oversized file): `failed` at once.
+    #[error("{0}")]
+    Permanent(String),
+    /// Retried with backoff.
+    #[error("{0}")]
+    Transient(String),
+}
+
+/// Merges OCR text into the parsed sections at the images' positions (page order kept).
+pub fn merge_ocr(parsed: &Parsed, recognized: &[(usize, String, String)]) -> Vec<Section> {
+    let mut out = Vec::with_capacity(parsed.sections.len() + recognized.len());
+    let mut pending = recognized.iter().peekable();
+    for (at, section) in parsed.sections.iter().enumerate() {
+        while let Some((position, path, text)) = pending.peek() {
+            if *position > at {
+                break;
+            }
+            push_text(&mut out, path, text);
+            pending.next();
+        }
+        out.push(section.clone());
+    }
+    for (_, path, text) in pending {
+        push_text(&mut out, path, text);
+    }
+    out
+}
+
+fn push_text(out: &mut Vec<Section>, path: &str, text: &str) {
+    let text = text.trim();
+    if text.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        // Two images of one page: one section.
+        Some(last) if last.path == path && !path.is_empty() => {
+            last.text.push_str("\n\n");
+            last.text.push_str(text);
+        }
+        _ => out.push(Section {
+            path: path.to_string(),
+            text: text.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remaining_phases_follow_the_last_done() {
+        assert_eq!(Phase::remaining(None).count(), 5);
+        assert_eq!(
+            Phase::remaining(Some(Phase::Chunk)).collect::<Vec<_>>(),
+            vec![Phase::Embed, Phase::Extract]
+        );
+        assert_eq!(Phase::remaining(Some(Phase::Extract)).count(), 0);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for phase in Phase::ALL {
+            assert_eq!(Phase::parse(phase.as_str()), Some(phase));
+        }
+        for status in Status::ALL {
+            assert_eq!(Status::parse(status.as_str()), Some(status));
+        }
+        assert!(Status::Cancelled.is_terminal() && !Status::Retrying.is_terminal());
+    }
+
+    #[test]
+    fn ocr_text_lands_at_its_page() {
+        let parsed = Parsed {
+            sections: vec![
+                Section {
+                    path: "Page 1".into(),
+                    text: "one".into(),
+                },
+                Section {
+                    path: "Page 3".into(),
+                    text: "three".into(),
+                },
+            ],
+            images: vec![],
+            pages: 3,
+        };
+        let merged = merge_ocr(
+            &parsed,
+            &[
+                (1, "Page 2".into(), "two a".into()),
+                (1, "Page 2".into(), "two b".into()),
+                (2, "Page 4".into(), "four".into()),
+                (2, "Page 5".into(), "  ".into()),
+            ],
+        );
+        let paths: Vec<_> = merged.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(paths, vec!["Page 1", "Page 2", "Page 3", "Page 4"]);
+        assert_eq!(merged[1].text, "two a\n\ntwo b");
+    }
+}

@@ -1,0 +1,863 @@
+//! The ingestion supervisor: queues documents, runs each attempt as a linked
+//! [`DocumentPipeline`] generation (at most `max_documents` at once), kills generations that go
+//! stale, and decides what an ended generation means: completed, failed for good, or retried
+//! after a capped exponential backoff. It is the only writer of a document's status.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio::sync::Semaphore;
+use uuid::Uuid;
+
+use super::document::{DocumentArgs, DocumentMsg, DocumentPipeline, Shared};
+use super::progress::is_stale;
+use super::{backoff, Engines, Phase, PhaseError, PipelineConfig, Status, StatusChange};
+
+pub struct IngestSupervisor;
+
+pub struct SupervisorArgs {
+    pub engines: Engines,
+    pub config: PipelineConfig,
+}
+
+/// Why the supervisor ended a generation itself.
+#[derive(Debug, Clone)]
+enum Ending {
+    Stale(String),
+    Killed(String),
+    Cancelled,
+}
+
+struct Generation {
+    id: Uuid,
+    attempt: u32,
+    actor: ActorRef<DocumentMsg>,
+    shared: Arc<Shared>,
+    ending: Option<Ending>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IngestStats {
+    pub running: usize,
+    pub queued: usize,
+    /// Waiting for a retry's backoff.
+    pub waiting: usize,
+    pub completed: u64,
+    pub failed: u64,
+    pub retried: u64,
+}
+
+pub struct SupervisorState {
+    engines: Engines,
+    config: Arc<PipelineConfig>,
+    blocking: Arc<Semaphore>,
+    queue: VecDeque<(Uuid, u32)>,
+    running: HashMap<ActorId, Generation>,
+    waiting: HashSet<Uuid>,
+    stats: IngestStats,
+}
+
+pub enum SupervisorMsg {
+    /// Process a document from its last committed phase, as generation `attempt` (ignored when
+    /// it is already queued, running or waiting).
+    Submit {
+        id: Uuid,
+        attempt: u32,
+    },
+    /// Stop a document's work: `true` when there was work to stop (its status becomes
+    /// `cancelled`).
+    Cancel {
+        id: Uuid,
+        reply: RpcReplyPort<bool>,
+    },
+    /// Kill a document's running generation as a crash would (chaos drills): `true` when one
+    /// was running. It is retried like any failed generation.
+    Kill {
+        id: Uuid,
+        reply: RpcReplyPort<bool>,
+    },
+    /// A backoff elapsed: queue generation `attempt`.
+    Retry {
+        id: Uuid,
+        attempt: u32,
+    },
+    /// Kill generations whose progress went stale (sent on an interval).
+    CheckStale,
+    GetStats(RpcReplyPort<IngestStats>),
+}
+
+impl SupervisorState {
+    fn is_known(&self, id: Uuid) -> bool {
+        self.waiting.contains(&id)
+            || self.queue.iter().any(|(queued, _)| *queued == id)
+            || self.running.values().any(|g| g.id == id)
+    }
+
+    fn running_of(&mut self, id: Uuid) -> Option<&mut Generation> {
+        self.running.values_mut().find(|g| g.id == id)
+    }
+
+    async fn set_status(&self, id: Uuid, change: StatusChange) {
+        let status = change.status;
+        if let Err(error) = self.engines.store.set_status(id, change).await {
+            // The status stays as it was; a restart resumes the document from storage.
+            tracing::error!(document_id = %id, status = status.as_str(), %error, "cannot persist a document status");
+        }
+    }
+
+    /// A generation ended without finishing: retry after a backoff, or fail for good.
+    async fn retry_or_fail(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        id: Uuid,
+        attempt: u32,
+        phase: Phase,
+        error: String,
+    ) {
+        if attempt >= self.config.max_attempts {
+            tracing::error!(document_id = %id, attempt, phase = phase.as_str(), %error, "document failed, giving up");
+            self.stats.failed += 1;
+            self.set_status(
+                id,
+                StatusChange {
+                    status: Status::Failed,
+                    phase: Some(phase),
+                    attempts: attempt,
+                    message: Some(error),
+                },
+            )
+            .await;
+            return;
+        }
+        let delay = backoff(attempt, self.config.backoff_base, self.config.backoff_cap);
+        tracing::warn!(document_id = %id, attempt, phase = phase.as_str(), %error, retry_in_ms = delay.as_millis() as u64, "document generation failed, retrying");
+        self.stats.retried += 1;
+        self.set_status(
+            id,
+            StatusChange {
+                status: Status::Retrying,
+                phase: Some(phase),
+                attempts: attempt,
+                message: Some(error),
+            },
+        )
+        .await;
+        self.waiting.insert(id);
+        myself.send_after(delay, move || SupervisorMsg::Retry {
+            id,
+            attempt: attempt + 1,
+        });
+    }
+
+    /// Starts queued documents while there is room.
+    async fn start_ready(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        while self.running.len() < self.config.max_documents.max(1) {
+            let Some((id, attempt)) = self.queue.pop_front() else {
+                return;
+            };
+            if let Err(error) = self
+                .engines
+                .store
+                .set_status(
+                    id,
+                    StatusChange {
+                        status: Status::Processing,
+                        phase: None,
+                        attempts: attempt,
+                        message: None,
+                    },
+                )
+                .await
+            {
+                self.retry_or_fail(
+                    myself,
+                    id,
+                    attempt,
+                    Phase::Parse,
+                    format!("storage: {error}"),
+                )
+                .await;
+                continue;
+            }
+            let shared = Arc::new(Shared::default());
+            let args = DocumentArgs {
+                id,
+                attempt,
+                engines: self.engines.clone(),
+                config: self.config.clone(),
+                blocking: self.blocking.clone(),
+                shared: shared.clone(),
+            };
+            match Actor::spawn_linked(None, DocumentPipeline, args, myself.get_cell()).await {
+                Ok((actor, _)) => {
+                    tracing::debug!(document_id = %id, attempt, "document generation started");
+                    self.running.insert(
+                        actor.get_id(),
+                        Generation {
+                            id,
+                            attempt,
+                            actor,
+                            shared,
+                            ending: None,
+                        },
+                    );
+                }
+                Err(error) => {
+                    self.retry_or_fail(
+                        myself,
+                        id,
+                        attempt,
+                        Phase::Parse,
+                        format!("cannot start the pipeline: {error}"),
+                    )
+                    .await;
+                }
+            }
+        }
+    }
+
+    /// Decides what an ended generation means.
+    async fn ended(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        generation: Generation,
+        crash: Option<String>,
+    ) {
+        let Generation {
+            id,
+            attempt,
+            shared,
+            ending,
+            ..
+        } = generation;
+        let phase = shared.progress.phase();
+        let outcome = shared.outcome.lock().ok().and_then(|mut slot| slot.take());
+        let failure = match (ending, outcome) {
+            (Some(Ending::Cancelled), _) => return,
+            (Some(Ending::Stale(reason)), _) | (Some(Ending::Killed(reason)), _) => reason,
+            (None, Some(Ok(()))) => {
+                self.stats.completed += 1;
+                tracing::info!(document_id = %id, attempt, "document completed");
+                self.set_status(
+                    id,
+                    StatusChange {
+                        status: Status::Completed,
+                        phase: Some(Phase::Extract),
+                        attempts: attempt,
+                        message: None,
+                    },
+                )
+                .await;
+                return;
+            }
+            (None, Some(Err(PhaseError::Permanent(error)))) => {
+                tracing::warn!(document_id = %id, phase = phase.as_str(), %error, "document failed");
+                self.stats.failed += 1;
+                self.set_status(
+                    id,
+                    StatusChange {
+                        status: Status::Failed,
+                        phase: Some(phase),
+                        attempts: attempt,
+                        message: Some(error),
+                    },
+                )
+                .await;
+                return;
+            }
+            (None, Some(Err(PhaseError::Transient(error)))) => error,
+            (None, None) => format!(
+                "the {} phase crashed: {}",
+                phase.as_str(),
+                crash.unwrap_or_else(|| "stopped unexpectedly".to_string())
+            ),
+        };
+        self.retry_or_fail(myself, id, attempt, phase, failure)
+            .await;
+    }
+}
+
+impl Actor for IngestSupervisor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupervisorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        myself.send_interval(args.config.check_every, || SupervisorMsg::CheckStale);
+        Ok(SupervisorState {
+            engines: args.engines,
+            blocking: Arc::new(Semaphore::new(args.config.max_blocking.max(1))),
+            config: Arc::new(args.config),
+            queue: VecDeque::new(),
+            running: HashMap::new(),
+            waiting: HashSet::new(),
+            stats: IngestStats::default(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SupervisorMsg::Submit { id, attempt } => {
+                if !state.is_known(id) {
+                    state.queue.push_back((id, attempt.max(1)));
+                }
+            }
+            SupervisorMsg::Retry { id, attempt } => {
+                // Gone from `waiting`: cancelled during the backoff.
+                if state.waiting.remove(&id) {
+                    state.queue.push_back((id, attempt));
+                }
+            }
+            SupervisorMsg::Cancel { id, reply } => {
+                let mut found = state.waiting.remove(&id);
+                let before = state.queue.len();
+                state.queue.retain(|(queued, _)| *queued != id);
+                found |= state.queue.len() != before;
+                let mut attempts = 0;
+                if let Some(generation) = state.running_of(id) {
+                    generation.ending = Some(Ending::Cancelled);
+                    generation.actor.kill();
+                    attempts = generation.attempt;
+                    found = true;
+                }
+                if found {
+                    state
+                        .set_status(
+                            id,
+                            StatusChange {
+                                status: Status::Cancelled,
+                                phase: None,
+                                attempts,
+                                message: Some("cancelled on request".to_string()),
+                            },
+                        )
+                        .await;
+                }
+                let _ = reply.send(found);
+            }
+            SupervisorMsg::Kill { id, reply } => {
+                let killed = match state.running_of(id) {
+                    Some(generation) if generation.ending.is_none() => {
+                        let phase = generation.shared.progress.phase();
+                        generation.ending = Some(Ending::Killed(format!(
+                            "the {} phase was killed",
+                            phase.as_str()
+                        )));
+                        generation.actor.kill();
+                        true
+                    }
+                    _ => false,
+                };
+                let _ = reply.send(killed);
+            }
+            SupervisorMsg::CheckStale => {
+                let stale_after = state.config.stale_after;
+                for generation in state.running.values_mut() {
+                    let progress = &generation.shared.progress;
+                    let silent = progress.silent_for();
+                    if generation.ending.is_none()
+                        && is_stale(silent, progress.is_waiting(), stale_after)
+                    {
+                        let phase = progress.phase();
+                        tracing::warn!(document_id = %generation.id, phase = phase.as_str(), silent_ms = silent.as_millis() as u64, "document generation stale, killing it");
+                        generation.ending = Some(Ending::Stale(format!(
+                            "the {} phase made no progress for {} s",
+                            phase.as_str(),
+                            silent.as_secs().max(1)
+                        )));
+                        generation.actor.kill();
+                    }
+                }
+            }
+            SupervisorMsg::GetStats(reply) => {
+                let _ = reply.send(IngestStats {
+                    running: state.running.len(),
+                    queued: state.queue.len(),
+                    waiting: state.waiting.len(),
+                    ..state.stats
+                });
+            }
+        }
+        state.start_ready(&myself).await;
+        Ok(())
+    }
+
+    /// Overridden: the default would stop the supervisor when a generation dies.
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, crash) = match event {
+            SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, reason),
+            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
+            SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => {
+                return Ok(())
+            }
+        };
+        if let Some(generation) = state.running.remove(&cell.get_id()) {
+            state.ended(&myself, generation, crash).await;
+        }
+        state.start_ready(&myself).await;
+        Ok(())
+    }
+}
+
+/// The handle the server uses; every call has a timeout.
+#[derive(Clone)]
+pub struct Ingestion {
+    supervisor: ActorRef<SupervisorMsg>,
+    timeout: Duration,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the ingestion supervisor did not answer")]
+pub struct IngestionUnavailable;
+
+impl Ingestion {
+    /// Starts the supervisor (unnamed, so tests can run many side by side).
+    pub async fn start(
+        engines: Engines,
+        config: PipelineConfig,
+        call_timeout: Duration,
+    ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
+        let (supervisor, handle) =
+            Actor::spawn(None, IngestSupervisor, SupervisorArgs { engines, config }).await?;
+        Ok((
+            Ingestion {
+                supervisor,
+                timeout: call_timeout,
+            },
+            handle,
+        ))
+    }
+
+    /// Queues a document (generation `attempt`).
+    pub fn submit(&self, id: Uuid, attempt: u32) -> Result<(), IngestionUnavailable> {
+        self.supervisor
+            .cast(SupervisorMsg::Submit { id, attempt })
+            .map_err(|_| IngestionUnavailable)
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        build: impl FnOnce(RpcReplyPort<T>) -> SupervisorMsg,
+    ) -> Result<T, IngestionUnavailable> {
+        match self.supervisor.call(build, Some(self.timeout)).await {
+            Ok(ractor::rpc::CallResult::Success(value)) => Ok(value),
+            Ok(_) | Err(_) => Err(IngestionUnavailable),
+        }
+    }
+
+    /// Stops a document's work; `false` when it had none (finished, failed or unknown).
+    pub async fn cancel(&self, id: Uuid) -> Result<bool, IngestionUnavailable> {
+        self.call(|reply| SupervisorMsg::Cancel { id, reply }).await
+    }
+
+    /// Kills a document's running generation as a crash would; it is retried.
+    pub async fn kill(&self, id: Uuid) -> Result<bool, IngestionUnavailable> {
+        self.call(|reply| SupervisorMsg::Kill { id, reply }).await
+    }
+
+    pub async fn stats(&self) -> Result<IngestStats, IngestionUnavailable> {
+        self.call(SupervisorMsg::GetStats).await
+    }
+
+    pub fn stop(&self) {
+        self.supervisor.stop(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::model::{ChunkDraft, FactDraft, Section, SourceKind};
+    use crate::pipeline::{
+        Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor, Fault, Faults,
+        Ocr, Progress, StoreError, StoredChunk,
+    };
+
+    /// One document in memory, with every status change recorded.
+    #[derive(Default)]
+    struct Memory {
+        bytes: Vec<u8>,
+        kind: Option<SourceKind>,
+        done: Option<Phase>,
+        sections: Vec<Section>,
+        chunks: Vec<(StoredChunk, bool, bool)>,
+        facts: Vec<String>,
+        statuses: Vec<(Status, u32, Option<String>)>,
+    }
+
+    #[derive(Default)]
+    struct FakeStore(Mutex<HashMap<Uuid, Memory>>);
+
+    impl FakeStore {
+        fn add(&self, bytes: &[u8], kind: SourceKind) -> Uuid {
+            let id = Uuid::new_v4();
+            self.0.lock().unwrap().insert(
+                id,
+                Memory {
+                    bytes: bytes.to_vec(),
+                    kind: Some(kind),
+                    ..Memory::default()
+                },
+            );
+            id
+        }
+
+        fn with<T>(&self, id: Uuid, f: impl FnOnce(&mut Memory) -> T) -> Result<T, StoreError> {
+            let mut all = self.0.lock().unwrap();
+            let doc = all.get_mut(&id).ok_or(StoreError("gone".into()))?;
+            Ok(f(doc))
+        }
+
+        fn statuses(&self, id: Uuid) -> Vec<Status> {
+            self.with(id, |d| d.statuses.iter().map(|s| s.0).collect())
+                .unwrap()
+        }
+    }
+
+    #[async_trait]
+    impl DocumentStore for FakeStore {
+        async fn load(&self, id: Uuid) -> Result<DocumentTask, StoreError> {
+            self.with(id, |d| DocumentTask {
+                id,
+                title: "T".into(),
+                kind: d.kind.unwrap_or(SourceKind::Text),
+                done: d.done,
+            })
+        }
+        async fn raw(&self, id: Uuid) -> Result<Vec<u8>, StoreError> {
+            self.with(id, |d| d.bytes.clone())
+        }
+        async fn save_sections(
+            &self,
+            id: Uuid,
+            phase: Phase,
+            sections: &[Section],
+        ) -> Result<(), StoreError> {
+            self.with(id, |d| {
+                d.sections = sections.to_vec();
+                d.done = Some(phase);
+            })
+        }
+        async fn sections(&self, id: Uuid) -> Result<Vec<Section>, StoreError> {
+            self.with(id, |d| d.sections.clone())
+        }
+        async fn save_chunks(&self, id: Uuid, chunks: &[ChunkDraft]) -> Result<(), StoreError> {
+            self.with(id, |d| {
+                d.chunks = chunks
+                    .iter()
+                    .map(|c| {
+                        let stored = StoredChunk {
+                            id: Uuid::new_v4(),
+                            index: c.index,
+                            section_path: c.section_path.clone(),
+                            content: c.content.clone(),
+                            contextual_content: c.contextual_content.clone(),
+                        };
+                        (stored, false, false)
+                    })
+                    .collect();
+                d.done = Some(Phase::Chunk);
+            })
+        }
+        async fn chunks_to_embed(&self, id: Uuid) -> Result<Vec<StoredChunk>, StoreError> {
+            self.with(id, |d| {
+                d.chunks
+                    .iter()
+                    .filter(|c| !c.1)
+                    .map(|c| c.0.clone())
+                    .collect()
+            })
+        }
+        async fn save_chunk_vectors(
+            &self,
+            id: Uuid,
+            vectors: &[(Uuid, Vec<f32>)],
+        ) -> Result<(), StoreError> {
+            self.with(id, |d| {
+                for c in &mut d.chunks {
+                    if vectors.iter().any(|(v, _)| *v == c.0.id) {
+                        c.1 = true;
+                    }
+                }
+            })
+        }
+        async fn chunks_to_extract(&self, id: Uuid) -> Result<Vec<StoredChunk>, StoreError> {
+            self.with(id, |d| {
+                d.chunks
+                    .iter()
+                    .filter(|c| !c.2)
+                    .map(|c| c.0.clone())
+                    .collect()
+            })
+        }
+        async fn save_facts(
+            &self,
+            id: Uuid,
+            chunk: &StoredChunk,
+            facts: &[EmbeddedFact],
+        ) -> Result<(), StoreError> {
+            self.with(id, |d| {
+                for f in facts {
+                    if !d.facts.contains(&f.fact.content) {
+                        d.facts.push(f.fact.content.clone());
+                    }
+                }
+                if let Some(c) = d.chunks.iter_mut().find(|c| c.0.id == chunk.id) {
+                    c.2 = true;
+                }
+            })
+        }
+        async fn finish_phase(&self, id: Uuid, phase: Phase) -> Result<(), StoreError> {
+            self.with(id, |d| d.done = Some(phase))
+        }
+        async fn record_progress(&self, id: Uuid, _: Progress) -> Result<(), StoreError> {
+            self.with(id, |_| ())
+        }
+        async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<(), StoreError> {
+            self.with(id, |d| {
+                d.statuses
+                    .push((change.status, change.attempts, change.message))
+            })
+        }
+    }
+
+    struct NoOcr;
+    impl Ocr for NoOcr {
+        fn recognize(&self, _: &[u8]) -> Result<String, String> {
+            Err("no ocr here".into())
+        }
+    }
+
+    /// One chunk per section.
+    struct Sections;
+    impl Chunker for Sections {
+        fn chunk(&self, title: &str, sections: &[Section]) -> Vec<ChunkDraft> {
+            sections
+                .iter()
+                .enumerate()
+                .map(|(i, s)| ChunkDraft {
+                    index: i as u32,
+                    section_path: s.path.clone(),
+                    content: s.text.clone(),
+                    contextual_content: format!("{title}\n\n{}", s.text),
+                })
+                .collect()
+        }
+    }
+
+    struct Zeros;
+    #[async_trait]
+    impl Embedder for Zeros {
+        async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+            Ok(texts.iter().map(|_| vec![0.0; 4]).collect())
+        }
+    }
+
+    /// Every chunk is one fact.
+    struct Whole;
+    #[async_trait]
+    impl Extractor for Whole {
+        async fn extract(&self, _: &str, chunk: &StoredChunk) -> Result<Vec<FactDraft>, String> {
+            Ok(vec![FactDraft {
+                content: chunk.content.clone(),
+                category: "fact".into(),
+                quote: chunk.content.clone(),
+                confidence: 0.5,
+            }])
+        }
+    }
+
+    /// `fault` the first `times` times `phase` starts.
+    struct Script {
+        phase: Phase,
+        fault: Fault,
+        times: usize,
+        fired: Mutex<usize>,
+    }
+
+    impl Faults for Script {
+        fn at(&self, _: Uuid, phase: Phase, _: u32) -> Option<Fault> {
+            let mut fired = self.fired.lock().unwrap();
+            (phase == self.phase && *fired < self.times).then(|| {
+                *fired += 1;
+                self.fault.clone()
+            })
+        }
+    }
+
+    async fn start(store: Arc<FakeStore>, faults: Option<Script>, max_attempts: u32) -> Ingestion {
+        let engines = Engines {
+            store,
+            ocr: Arc::new(NoOcr),
+            chunker: Arc::new(Sections),
+            embedder: Arc::new(Zeros),
+            extractor: Arc::new(Whole),
+            faults: faults.map(|f| Arc::new(f) as Arc<dyn Faults>),
+        };
+        let config = PipelineConfig {
+            max_attempts,
+            backoff_base: Duration::from_millis(5),
+            backoff_cap: Duration::from_millis(20),
+            stale_after: Duration::from_millis(100),
+            check_every: Duration::from_millis(20),
+            ..PipelineConfig::default()
+        };
+        Ingestion::start(engines, config, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .0
+    }
+
+    async fn until_terminal(store: &FakeStore, id: Uuid) -> Status {
+        for _ in 0..500 {
+            if let Some(last) = store.statuses(id).last() {
+                if last.is_terminal() {
+                    // Nothing may follow a terminal status.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    return *store.statuses(id).last().unwrap();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no terminal status: {:?}", store.statuses(id));
+    }
+
+    const TEXT: &[u8] = b"# One\n\nAlpha is first.\n\n# Two\n\nBeta is second.\n";
+
+    #[tokio::test]
+    async fn a_document_walks_every_phase_to_completed() {
+        let store = Arc::new(FakeStore::default());
+        let ingestion = start(store.clone(), None, 3).await;
+        let id = store.add(TEXT, SourceKind::Markdown);
+        ingestion.submit(id, 1).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Completed);
+        assert_eq!(
+            store.statuses(id),
+            vec![Status::Processing, Status::Completed]
+        );
+        store
+            .with(id, |d| {
+                assert_eq!(d.done, Some(Phase::Extract));
+                assert_eq!(d.chunks.len(), 2);
+                assert!(d.chunks.iter().all(|c| c.1 && c.2));
+                assert_eq!(d.facts.len(), 2);
+            })
+            .unwrap();
+        let stats = ingestion.stats().await.unwrap();
+        assert_eq!((stats.completed, stats.running), (1, 0));
+        ingestion.stop();
+    }
+
+    #[tokio::test]
+    async fn a_transient_failure_is_retried_from_the_committed_phase() {
+        let store = Arc::new(FakeStore::default());
+        let faults = Script {
+            phase: Phase::Embed,
+            fault: Fault::Fail("embedder down".into()),
+            times: 1,
+            fired: Mutex::new(0),
+        };
+        let ingestion = start(store.clone(), Some(faults), 3).await;
+        let id = store.add(TEXT, SourceKind::Markdown);
+        ingestion.submit(id, 1).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Completed);
+        let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
+        assert_eq!(statuses[1].0, Status::Retrying);
+        assert_eq!(statuses[1].2.as_deref(), Some("embedder down"));
+        assert_eq!(statuses.last().unwrap().1, 2, "completed by generation 2");
+        store
+            .with(id, |d| assert_eq!((d.chunks.len(), d.facts.len()), (2, 2)))
+            .unwrap();
+        ingestion.stop();
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_file_fails_at_once_without_retries() {
+        let store = Arc::new(FakeStore::default());
+        let ingestion = start(store.clone(), None, 3).await;
+        let id = store.add(b"%PDF-1.4 this is not a pdf", SourceKind::Pdf);
+        ingestion.submit(id, 1).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Failed);
+        let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
+        assert_eq!(statuses.len(), 2, "{statuses:?}");
+        assert!(statuses[1].2.as_deref().unwrap().contains("pdf"));
+        ingestion.stop();
+    }
+
+    #[tokio::test]
+    async fn a_stale_generation_is_killed_and_the_last_attempt_fails() {
+        let store = Arc::new(FakeStore::default());
+        let faults = Script {
+            phase: Phase::Extract,
+            fault: Fault::Hang,
+            times: 10,
+            fired: Mutex::new(0),
+        };
+        let ingestion = start(store.clone(), Some(faults), 2).await;
+        let id = store.add(TEXT, SourceKind::Markdown);
+        ingestion.submit(id, 1).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Failed);
+        let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
+        let kinds: Vec<Status> = statuses.iter().map(|s| s.0).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Status::Processing,
+                Status::Retrying,
+                Status::Processing,
+                Status::Failed
+            ]
+        );
+        assert!(statuses[3].2.as_deref().unwrap().contains("no progress"));
+        assert_eq!(statuses[3].1, 2);
+        ingestion.stop();
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_the_generation_and_nothing_follows() {
+        let store = Arc::new(FakeStore::default());
+        let faults = Script {
+            phase: Phase::Chunk,
+            fault: Fault::Hang,
+            times: 10,
+            fired: Mutex::new(0),
+        };
+        let ingestion = start(store.clone(), Some(faults), 3).await;
+        let id = store.add(TEXT, SourceKind::Markdown);
+        ingestion.submit(id, 1).unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(ingestion.cancel(id).await.unwrap());
+        assert_eq!(until_terminal(&store, id).await, Status::Cancelled);
+        assert!(
+            !ingestion.cancel(id).await.unwrap(),
+            "nothing left to cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(
+            store.statuses(id),
+            vec![Status::Processing, Status::Cancelled]
+        );
+        ingestion.stop();
+    }
+}

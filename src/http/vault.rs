@@ -1,0 +1,363 @@
+//! Context Vault handlers: extract, call [`VaultService`](crate::services::vault::VaultService),
+//! answer.
+
+use axum::extract::{Multipart, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use super::error::ErrorBody;
+use super::extract::{ApiJson, ApiQuery, OptionalJson};
+use super::AppState;
+use crate::error::Error;
+use crate::services::memories::Success;
+use crate::services::vault::{
+    BrowseParams, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
+    DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentList, DocumentMemories, UploadInput,
+    VaultCreated, VaultFeedbackInput, VaultList, VaultMemoryList, VaultParams, VaultSearchParams,
+    VaultSearchResults,
+};
+use crate::services::Caller;
+
+/// The vaults of the workspace (the default one is made on first use).
+#[utoipa::path(get, path = "/api/context-vault/vaults", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the vaults, oldest first", body = VaultList),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn list_vaults(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<VaultList>, Error> {
+    Ok(Json(
+        state
+            .vault
+            .list_vaults(&caller, params.workspace_id)
+            .await?,
+    ))
+}
+
+/// Creates a named vault.
+#[utoipa::path(post, path = "/api/context-vault/vaults", tag = "context vault", request_body = CreateVault,
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "created", body = VaultCreated),
+        (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
+        (status = 409, description = "a vault of that name exists", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn create_vault(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(input): ApiJson<CreateVault>,
+) -> Result<(StatusCode, Json<VaultCreated>), Error> {
+    Ok((
+        StatusCode::CREATED,
+        Json(state.vault.create_vault(&caller, input).await?),
+    ))
+}
+
+/// Uploads a file (multipart: `file`, `title`, `sourceType`, `extractedText`, `vaultId`,
+/// `scope`, `project`, `workspaceId`). The file is stored before the 202; processing runs in
+/// the background.
+#[utoipa::path(post, path = "/api/context-vault/documents/upload", tag = "context vault",
+    request_body(content_type = "multipart/form-data", description = "file and fields"),
+    security(("api_key" = [])),
+    responses(
+        (status = 202, description = "accepted", body = DocumentAccepted),
+        (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
+        (status = 413, description = "file over the upload limit (25 MiB by default)", body = ErrorBody),
+        (status = 415, description = "unsupported file type", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    mut form: Multipart,
+) -> Result<(StatusCode, Json<DocumentAccepted>), Error> {
+    let mut input = UploadInput::default();
+    while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+        let name = field.name().unwrap_or_default().to_string();
+        if name == "file" {
+            input.file_name = field.file_name().map(str::to_string);
+            input.content_type = field.content_type().map(str::to_string);
+            input.file = Some(field.bytes().await.map_err(multipart_error)?.to_vec());
+            continue;
+        }
+        let text = field.text().await.map_err(multipart_error)?;
+        match name.as_str() {
+            "workspaceId" => input.workspace_id = Some(text),
+            "vaultId" => input.vault_id = Some(text),
+            "title" => input.title = Some(text),
+            "sourceType" => input.source_type = Some(text),
+            "extractedText" => input.extracted_text = Some(text),
+            "scope" => input.scope = Some(text),
+            "project" => input.project = Some(text),
+            // Unknown parts are ignored, as unknown JSON fields are.
+            _ => {}
+        }
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.vault.upload(&caller, input).await?),
+    ))
+}
+
+fn multipart_error(error: axum::extract::multipart::MultipartError) -> Error {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        Error::PayloadTooLarge
+    } else {
+        Error::BadRequest(format!(
+            "could not read the multipart body: {}",
+            error.body_text()
+        ))
+    }
+}
+
+/// Queues a text document (`sourceType` `text` or `markdown`, with `content`) or a URL
+/// (`url` or `remote_file`, with `url`; fetched now, stored before the 202).
+#[utoipa::path(post, path = "/api/context-vault/documents", tag = "context vault", request_body = CreateDocument,
+    security(("api_key" = [])),
+    responses(
+        (status = 202, description = "accepted", body = DocumentAccepted),
+        (status = 400, description = "invalid field (named in `error`), or the URL was refused or could not be fetched", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn create_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(input): ApiJson<CreateDocument>,
+) -> Result<(StatusCode, Json<DocumentAccepted>), Error> {
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.vault.create_document(&caller, input).await?),
+    ))
+}
+
+/// The documents of a vault, newest first.
+#[utoipa::path(get, path = "/api/context-vault/documents", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses((status = 200, description = "documents", body = DocumentList),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn list_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<DocumentList>, Error> {
+    Ok(Json(state.vault.list_documents(&caller, params).await?))
+}
+
+/// A document: status, phase, progress, attempts, error, and its status history.
+#[utoipa::path(get, path = "/api/context-vault/documents/{id}", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "the document", body = DocumentDetail),
+        (status = 404, description = "no such document in this workspace", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn get_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<DocumentDetail>, Error> {
+    Ok(Json(
+        state
+            .vault
+            .document(&caller, &id, params.workspace_id)
+            .await?,
+    ))
+}
+
+/// Deletes a document, its chunks and citations. Memories cited only by it are deleted; those
+/// also cited by another document are kept.
+#[utoipa::path(delete, path = "/api/context-vault/documents/{id}", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "deleted", body = DocumentDeleted),
+        (status = 404, description = "no such document in this workspace", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn delete_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<DocumentDeleted>, Error> {
+    Ok(Json(
+        state
+            .vault
+            .delete_document(&caller, &id, params.workspace_id)
+            .await?,
+    ))
+}
+
+/// The memories extracted from a document, with their evidence.
+#[utoipa::path(get, path = "/api/context-vault/documents/{id}/memories", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "memories", body = DocumentMemories),
+        (status = 404, description = "no such document in this workspace", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn document_memories(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<DocumentMemories>, Error> {
+    Ok(Json(
+        state.vault.document_memories(&caller, &id, params).await?,
+    ))
+}
+
+/// Stops a pending, processing or retrying document: status `cancelled`.
+#[utoipa::path(post, path = "/api/context-vault/documents/{id}/cancel", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "cancelled", body = DocumentDetail),
+        (status = 404, description = "no such document", body = ErrorBody),
+        (status = 409, description = "already completed, failed or cancelled", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn cancel_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<DocumentDetail>, Error> {
+    Ok(Json(
+        state
+            .vault
+            .cancel(&caller, &id, params.workspace_id)
+            .await?,
+    ))
+}
+
+/// Runs a failed or cancelled document again, from its last finished phase.
+#[utoipa::path(post, path = "/api/context-vault/documents/{id}/retry", tag = "context vault", params(VaultParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "queued again", body = DocumentDetail),
+        (status = 404, description = "no such document", body = ErrorBody),
+        (status = 409, description = "not failed or cancelled", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn retry_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<VaultParams>,
+) -> Result<Json<DocumentDetail>, Error> {
+    Ok(Json(
+        state.vault.retry(&caller, &id, params.workspace_id).await?,
+    ))
+}
+
+/// Ranked passages (`documents`), ranked memories with evidence (`memories`), or both in two
+/// lists (`hybrid`). No synthesised answer.
+#[utoipa::path(get, path = "/api/context-vault/search", tag = "context vault", params(VaultSearchParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "results", body = VaultSearchResults),
+        (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn search(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<VaultSearchParams>,
+) -> Result<Json<VaultSearchResults>, Error> {
+    Ok(Json(state.vault.search(&caller, params).await?))
+}
+
+/// Browses extracted and curated memories of a vault, newest first.
+#[utoipa::path(get, path = "/api/context-vault/memories", tag = "context vault", params(BrowseParams),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "memories", body = VaultMemoryList),
+        (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn browse(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<BrowseParams>,
+) -> Result<Json<VaultMemoryList>, Error> {
+    Ok(Json(state.vault.browse(&caller, params).await?))
+}
+
+/// Adds a curated company fact (1 to 800 characters). An equal fact in the same scope and
+/// project is returned as it is (200) instead of being stored twice.
+#[utoipa::path(post, path = "/api/context-vault/memories", tag = "context vault", request_body = CreateCompanyFact,
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "created", body = CompanyFactCreated),
+        (status = 200, description = "an equal fact already exists", body = CompanyFactCreated),
+        (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn add_fact(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(input): ApiJson<CreateCompanyFact>,
+) -> Result<Response, Error> {
+    let (created, new) = state.vault.add_fact(&caller, input).await?;
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(created)).into_response())
+}
+
+/// Rates a vault memory: `helpful`, `not_helpful`, `outdated` or `wrong` (the last two take it
+/// out of search).
+#[utoipa::path(post, path = "/api/context-vault/memories/{id}/feedback", tag = "context vault", request_body = VaultFeedbackInput,
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "recorded", body = Success),
+        (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
+        (status = 404, description = "no such vault memory", body = ErrorBody),
+        (status = 401, description = "missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "another workspace", body = ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = ErrorBody),
+        (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
+pub async fn feedback(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    OptionalJson(input): OptionalJson<VaultFeedbackInput>,
+) -> Result<Json<Success>, Error> {
+    state.vault.feedback(&caller, &id, input).await?;
+    Ok(Json(Success { success: true }))
+}

@@ -1,0 +1,882 @@
+//! The Context Vault service: vaults, documents (upload, text, URL) and their processing,
+//! curated company facts, feedback, and retrieval over passages and memories. Every operation
+//! is confined to the caller's workspace, admitted by its actor first, and, for content, to a
+//! vault lane (vault + scope).
+//!
+//! Documents are stored with their bytes before the 202 is sent; the ingestion supervisor
+//! (`memvault-pipelines`) then walks them through parse -> OCR -> chunk -> embed -> extract,
+//! through [`pipeline::PipelineStore`].
+
+mod fetch;
+mod index;
+mod pipeline;
+mod search;
+mod views;
+
+use std::sync::{Arc, OnceLock};
+
+use memvault_actors::{EndpointClass, MaintenanceMsg, Workspaces};
+use memvault_pipelines::model::SourceKind;
+use memvault_pipelines::pipeline::{Engines, Extractor, Ingestion, Ocr, Status, StatusChange};
+use ractor::ActorRef;
+use uuid::Uuid;
+
+use crate::embedding::{EmbedError, Embeddings};
+use crate::error::{Error, Result};
+use crate::model::vault::{MemoryType, NewDocument, Vault, VaultLane, VaultMemoryFilter};
+use crate::model::{content_hash, normalize, now, to_micros, Category, Embedded, Rating};
+use crate::search::SearchError;
+use crate::services::validate::*;
+use crate::services::{admit, Caller};
+use crate::storage::vault::NewCompanyFact;
+use crate::storage::Store;
+use crate::text::chunk::ChunkConfig;
+
+pub use fetch::{is_internal, FetchPolicy};
+pub use index::VaultIndexes;
+pub use pipeline::OfflineExtractor;
+pub use views::*;
+
+pub const MAX_TITLE_CHARS: usize = 300;
+pub const MAX_FACT_CHARS: usize = 800;
+pub const MAX_VAULT_NAME_CHARS: usize = 100;
+pub const MAX_EXPLANATION_CHARS: usize = 1_000;
+const DEFAULT_PAGE: i64 = 20;
+
+/// What the vault service is built from.
+pub struct VaultDeps {
+    pub store: Arc<dyn Store>,
+    pub workspaces: Workspaces,
+    pub embeddings: Embeddings,
+    pub maintainer: ActorRef<MaintenanceMsg>,
+    pub fetch: FetchPolicy,
+    pub max_upload_bytes: usize,
+    pub fusion: crate::config::Fusion,
+    pub semantic_weight: f32,
+    /// Facts of a chunk: the offline rules, or an LLM when one is configured.
+    pub extractor: Arc<dyn Extractor>,
+}
+
+pub struct VaultService {
+    store: Arc<dyn Store>,
+    workspaces: Workspaces,
+    embeddings: Embeddings,
+    maintainer: ActorRef<MaintenanceMsg>,
+    indexes: Arc<VaultIndexes>,
+    ingestion: OnceLock<Ingestion>,
+    fetch: FetchPolicy,
+    max_upload_bytes: usize,
+    fusion: crate::config::Fusion,
+    semantic_weight: f32,
+    extractor: Arc<dyn Extractor>,
+}
+
+fn embed_error(error: EmbedError) -> Error {
+    match error {
+        EmbedError::Remote(_) => Error::Unavailable(error.to_string()),
+        EmbedError::ModelMissing { .. } | EmbedError::Load(_) | EmbedError::Inference(_) => {
+            Error::Internal(error.to_string())
+        }
+    }
+}
+
+fn search_error(error: SearchError) -> Error {
+    Error::Internal(error.to_string())
+}
+
+fn document_not_found() -> Error {
+    Error::NotFound("document not found".to_string())
+}
+
+/// A uuid from the path: a malformed one cannot name anything, so it is a 404.
+fn path_uuid(raw: &str, not_found: fn() -> Error) -> Result<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| not_found())
+}
+
+fn optional_text(field: &str, value: Option<&str>, max: usize) -> Result<String> {
+    let value = value.map(str::trim).unwrap_or_default();
+    if chars(value) > max {
+        return Err(Error::validation(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    Ok(value.to_string())
+}
+
+fn scope_value(value: Option<&str>) -> Result<String> {
+    optional_text("scope", value, MAX_SCOPE_CHARS)
+}
+
+fn accepted(document: &crate::model::vault::Document) -> DocumentAccepted {
+    DocumentAccepted {
+        document: DocumentView::from(document),
+        chunk_count: document.chunk_count,
+        extracted_count: document.extracted_count,
+        status: "accepted".to_string(),
+        message: format!(
+            "document accepted; it is processed in the background (parse, ocr, chunk, embed, extract): follow GET /api/context-vault/documents/{}",
+            document.id
+        ),
+    }
+}
+
+/// The kind of an uploaded file: the named `sourceType`, else the file name, the content type,
+/// then the bytes themselves.
+fn upload_kind(
+    source_type: Option<&str>,
+    file_name: Option<&str>,
+    content_type: Option<&str>,
+    bytes: &[u8],
+) -> Result<SourceKind> {
+    if let Some(named) = source_type.map(str::trim).filter(|s| !s.is_empty()) {
+        if named != "url" && named != "remote_file" {
+            return SourceKind::parse(named).ok_or_else(|| {
+                Error::validation(
+                    "sourceType",
+                    format!(
+                        "'{named}' is not one of pdf, markdown, text, docx, html, csv, xlsx, xls, ods, png, jpg, jpeg, webp, tiff, url"
+                    ),
+                )
+            });
+        }
+    }
+    file_name
+        .and_then(SourceKind::from_file_name)
+        .or_else(|| content_type.and_then(SourceKind::from_mime))
+        .or_else(|| memvault_pipelines::parse::sniff(bytes))
+        .ok_or_else(|| {
+            Error::UnsupportedMediaType(
+                "unsupported file type: upload a PDF, DOCX, XLSX, XLS, ODS, CSV, Markdown, HTML, text or image file, or name its sourceType".to_string(),
+            )
+        })
+}
+
+impl VaultService {
+    pub fn new(deps: VaultDeps) -> Result<Self> {
+        let indexes = VaultIndexes::new(deps.embeddings.dimensions()).map_err(search_error)?;
+        Ok(VaultService {
+            store: deps.store,
+            workspaces: deps.workspaces,
+            embeddings: deps.embeddings,
+            maintainer: deps.maintainer,
+            indexes: Arc::new(indexes),
+            ingestion: OnceLock::new(),
+            fetch: deps.fetch,
+            max_upload_bytes: deps.max_upload_bytes,
+            fusion: deps.fusion,
+            semantic_weight: deps.semantic_weight,
+            extractor: deps.extractor,
+        })
+    }
+
+    /// What the ingestion pipeline works with, from this service's store and indexes.
+    pub fn pipeline_engines(&self, ocr: Arc<dyn Ocr>) -> Engines {
+        Engines {
+            store: Arc::new(pipeline::PipelineStore {
+                store: self.store.clone(),
+                indexes: self.indexes.clone(),
+                maintainer: self.maintainer.clone(),
+                model: self.embeddings.model().to_string(),
+            }),
+            ocr,
+            chunker: Arc::new(pipeline::TextChunker(ChunkConfig::default())),
+            embedder: Arc::new(pipeline::ModelEmbedder(self.embeddings.clone())),
+            extractor: self.extractor.clone(),
+            faults: None,
+        }
+    }
+
+    /// Connects the ingestion supervisor (start-up).
+    pub fn attach_ingestion(&self, ingestion: Ingestion) {
+        let _ = self.ingestion.set(ingestion);
+    }
+
+    pub fn ingestion(&self) -> Result<&Ingestion> {
+        self.ingestion
+            .get()
+            .ok_or_else(|| Error::Unavailable("document ingestion is not running".to_string()))
+    }
+
+    /// Queues the documents left unfinished by the last run (start-up). Returns how many.
+    pub async fn resume(&self) -> Result<usize> {
+        let unfinished = self.store.unfinished_documents().await?;
+        let ingestion = self.ingestion()?;
+        for (id, attempts) in &unfinished {
+            ingestion
+                .submit(*id, (*attempts).max(1) as u32)
+                .map_err(|e| Error::Unavailable(e.to_string()))?;
+        }
+        Ok(unfinished.len())
+    }
+
+    /// Rebuilds the vault's indexes from the database (start-up). Returns (chunks, memories).
+    pub async fn rebuild_indexes(&self) -> Result<(usize, usize)> {
+        const PAGE: i64 = 1_000;
+        let (mut chunks, mut memories) = (0, 0);
+        let mut after = None;
+        loop {
+            let page = self.store.chunks_page(after, PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.chunk.id);
+            chunks += page.len();
+            let full = page.len() as i64 == PAGE;
+            self.indexes
+                .add_chunks(page, &self.maintainer)
+                .map_err(search_error)?;
+            if !full {
+                break;
+            }
+        }
+        let mut after = None;
+        loop {
+            let page = self.store.vault_memories_page(after, PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.memory.id);
+            memories += page.len();
+            let full = page.len() as i64 == PAGE;
+            self.indexes
+                .add_memories(page, &self.maintainer)
+                .map_err(search_error)?;
+            if !full {
+                break;
+            }
+        }
+        self.indexes.settle().await.map_err(search_error)?;
+        Ok((chunks, memories))
+    }
+
+    /// The vault a request names (`vaultId`), or the workspace's default one.
+    async fn vault(&self, caller: &Caller, vault_id: Option<&str>) -> Result<Vault> {
+        match vault_id.map(str::trim).filter(|v| !v.is_empty()) {
+            None => Ok(self.store.default_vault(caller.workspace_id).await?),
+            Some(raw) => {
+                let id = Uuid::parse_str(raw)
+                    .map_err(|_| Error::validation("vaultId", format!("'{raw}' is not a UUID")))?;
+                self.store
+                    .vault(caller.workspace_id, id)
+                    .await?
+                    .ok_or_else(|| Error::NotFound("vault not found".to_string()))
+            }
+        }
+    }
+
+    // ----- vaults ----------------------------------------------------------------------------
+
+    pub async fn list_vaults(
+        &self,
+        caller: &Caller,
+        workspace_id: Option<Uuid>,
+    ) -> Result<VaultList> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
+        caller.check_workspace(workspace_id)?;
+        // The default vault exists from the first look.
+        self.store.default_vault(caller.workspace_id).await?;
+        let vaults = self.store.list_vaults(caller.workspace_id).await?;
+        Ok(VaultList {
+            vaults: vaults.iter().map(VaultView::from).collect(),
+        })
+    }
+
+    pub async fn create_vault(&self, caller: &Caller, input: CreateVault) -> Result<VaultCreated> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        caller.check_workspace(input.workspace_id)?;
+        let name = input.name.as_deref().map(str::trim).unwrap_or_default();
+        if name.is_empty() {
+            return Err(Error::validation("name", "is required"));
+        }
+        if chars(name) > MAX_VAULT_NAME_CHARS {
+            return Err(Error::validation(
+                "name",
+                format!("must be at most {MAX_VAULT_NAME_CHARS} characters"),
+            ));
+        }
+        self.store.default_vault(caller.workspace_id).await?;
+        let vault = Vault {
+            id: Uuid::now_v7(),
+            workspace_id: caller.workspace_id,
+            name: name.to_string(),
+            is_default: false,
+            created_at: now(),
+        };
+        if !self.store.insert_vault(&vault).await? {
+            return Err(Error::Conflict(format!(
+                "a vault named '{name}' already exists in this workspace"
+            )));
+        }
+        Ok(VaultCreated {
+            vault: VaultView::from(&vault),
+        })
+    }
+
+    // ----- documents -------------------------------------------------------------------------
+
+    async fn queue(&self, document: NewDocument) -> Result<DocumentAccepted> {
+        let stored = self.store.insert_document(&document).await?;
+        self.ingestion()?
+            .submit(stored.id, 1)
+            .map_err(|e| Error::Unavailable(e.to_string()))?;
+        tracing::info!(document_id = %stored.id, kind = stored.kind.as_str(), bytes = stored.byte_size, "document accepted");
+        Ok(accepted(&stored))
+    }
+
+    /// `POST /api/context-vault/documents/upload` (multipart).
+    pub async fn upload(&self, caller: &Caller, input: UploadInput) -> Result<DocumentAccepted> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        if let Some(raw) = input
+            .workspace_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let id = Uuid::parse_str(raw)
+                .map_err(|_| Error::validation("workspaceId", format!("'{raw}' is not a UUID")))?;
+            caller.check_workspace(Some(id))?;
+        }
+        let vault = self.vault(caller, input.vault_id.as_deref()).await?;
+        let file = input.file.ok_or_else(|| {
+            Error::validation("file", "is required (a multipart part named file)")
+        })?;
+        if file.len() > self.max_upload_bytes {
+            return Err(Error::PayloadTooLarge);
+        }
+        let scope = scope_value(input.scope.as_deref())?;
+        let project = project(input.project.as_deref())?;
+        let extracted = input
+            .extracted_text
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let source_type_named = input
+            .source_type
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let (kind, bytes) = match extracted {
+            // The caller's text replaces extraction (scans they OCR'd themselves, say).
+            Some(text) => (SourceKind::Text, text.as_bytes().to_vec()),
+            None => {
+                if file.is_empty() {
+                    return Err(Error::validation("file", "is empty"));
+                }
+                let kind = upload_kind(
+                    source_type_named,
+                    input.file_name.as_deref(),
+                    input.content_type.as_deref(),
+                    &file,
+                )?;
+                (kind, file)
+            }
+        };
+        let title = match input
+            .title
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            Some(title) => optional_text("title", Some(title), MAX_TITLE_CHARS)?,
+            None => input
+                .file_name
+                .clone()
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| "untitled document".to_string()),
+        };
+        let source_type = source_type_named
+            .map(|s| {
+                SourceKind::parse(s)
+                    .map(|k| k.as_str().to_string())
+                    .unwrap_or_else(|| s.to_string())
+            })
+            .unwrap_or_else(|| kind.as_str().to_string());
+        self.queue(NewDocument {
+            id: Uuid::now_v7(),
+            workspace_id: caller.workspace_id,
+            vault_id: vault.id,
+            title,
+            source_type,
+            kind,
+            scope,
+            project,
+            source_url: None,
+            bytes,
+            created_at: now(),
+        })
+        .await
+    }
+
+    /// `POST /api/context-vault/documents`: text, or a URL fetched now (its body is stored
+    /// before the 202, like an upload).
+    pub async fn create_document(
+        &self,
+        caller: &Caller,
+        input: CreateDocument,
+    ) -> Result<DocumentAccepted> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        caller.check_workspace(input.workspace_id)?;
+        let vault = self.vault(caller, input.vault_id.as_deref()).await?;
+        let scope = scope_value(input.scope.as_deref())?;
+        let project = project(input.project.as_deref())?;
+        let title = optional_text("title", input.title.as_deref(), MAX_TITLE_CHARS)?;
+        let source_type = input
+            .source_type
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(if input.url.is_some() { "url" } else { "text" });
+        let (kind, bytes, source_url, title) = match source_type {
+            "text" | "markdown" => {
+                let content = input
+                    .content
+                    .as_deref()
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or_else(|| Error::validation("content", "is required for a text document"))?;
+                let kind = if source_type == "markdown" {
+                    SourceKind::Markdown
+                } else {
+                    SourceKind::Text
+                };
+                let title = if title.is_empty() {
+                    let first = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    first.trim().trim_start_matches('#').trim().chars().take(80).collect()
+                } else {
+                    title
+                };
+                (kind, content.as_bytes().to_vec(), None, title)
+            }
+            "url" | "remote_file" => {
+                let url = input
+                    .url
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|u| !u.is_empty())
+                    .ok_or_else(|| Error::validation("url", "is required for a url document"))?;
+                let fetched = fetch::fetch(url, &self.fetch)
+                    .await
+                    .map_err(|e| Error::validation("url", e.to_string()))?;
+                if fetched.bytes.is_empty() {
+                    return Err(Error::validation("url", "the response is empty"));
+                }
+                let kind = fetched
+                    .content_type
+                    .as_deref()
+                    .and_then(SourceKind::from_mime)
+                    .or_else(|| SourceKind::from_file_name(fetched.url.path()))
+                    .or_else(|| memvault_pipelines::parse::sniff(&fetched.bytes))
+                    .ok_or_else(|| {
+                        Error::validation(
+                            "url",
+                            format!(
+                                "the content ({}) is not a supported document type",
+                                fetched.content_type.as_deref().unwrap_or("unknown type")
+                            ),
+                        )
+                    })?;
+                let title = if title.is_empty() {
+                    fetched.url.to_string()
+                } else {
+                    title
+                };
+                (kind, fetched.bytes, Some(fetched.url.to_string()), title)
+            }
+            other => {
+                return Err(Error::validation(
+                    "sourceType",
+                    format!("'{other}' is not one of text, markdown, url, remote_file (files go to /api/context-vault/documents/upload)"),
+                ))
+            }
+        };
+        self.queue(NewDocument {
+            id: Uuid::now_v7(),
+            workspace_id: caller.workspace_id,
+            vault_id: vault.id,
+            title,
+            source_type: source_type.to_string(),
+            kind,
+            scope,
+            project,
+            source_url,
+            bytes,
+            created_at: now(),
+        })
+        .await
+    }
+
+    pub async fn list_documents(
+        &self,
+        caller: &Caller,
+        params: VaultParams,
+    ) -> Result<DocumentList> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
+        caller.check_workspace(params.workspace_id)?;
+        let vault = self.vault(caller, params.vault_id.as_deref()).await?;
+        let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
+        let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
+        let (documents, total) = self
+            .store
+            .list_documents(caller.workspace_id, vault.id, limit, offset)
+            .await?;
+        Ok(DocumentList {
+            has_more: offset + (documents.len() as i64) < total,
+            documents: documents.iter().map(DocumentView::from).collect(),
+            total,
+        })
+    }
+
+    async fn owned_document(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+    ) -> Result<crate::model::vault::Document> {
+        let id = path_uuid(raw_id, document_not_found)?;
+        self.store
+            .document(caller.workspace_id, id)
+            .await?
+            .ok_or_else(document_not_found)
+    }
+
+    /// `GET /api/context-vault/documents/{id}`: status, phase, progress, attempts, error and
+    /// the history of status changes.
+    pub async fn document(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        workspace_id: Option<Uuid>,
+    ) -> Result<DocumentDetail> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
+        caller.check_workspace(workspace_id)?;
+        let document = self.owned_document(caller, raw_id).await?;
+        let history = self.store.document_events(document.id).await?;
+        Ok(DocumentDetail {
+            document: DocumentView::from(&document),
+            history: history.iter().map(DocumentEventView::from).collect(),
+        })
+    }
+
+    pub async fn document_memories(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        params: VaultParams,
+    ) -> Result<DocumentMemories> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
+        caller.check_workspace(params.workspace_id)?;
+        let document = self.owned_document(caller, raw_id).await?;
+        if let Some(raw) = params.vault_id.as_deref().filter(|v| !v.trim().is_empty()) {
+            let vault = self.vault(caller, Some(raw)).await?;
+            if vault.id != document.vault_id {
+                return Err(document_not_found());
+            }
+        }
+        let memories = self
+            .store
+            .document_memories(caller.workspace_id, document.id)
+            .await?;
+        let views = self.with_evidence(&memories, &[]).await?;
+        Ok(DocumentMemories {
+            document: DocumentRef {
+                id: document.id,
+                title: document.title.clone(),
+                public_url: document.source_url.clone(),
+            },
+            total: views.len() as i64,
+            memories: views,
+        })
+    }
+
+    /// Memory views with their evidence; `relevance[i]` for search results.
+    async fn with_evidence(
+        &self,
+        memories: &[crate::model::vault::VaultMemory],
+        relevance: &[f32],
+    ) -> Result<Vec<VaultMemoryView>> {
+        let ids: Vec<Uuid> = memories.iter().map(|m| m.id).collect();
+        let evidence = self.store.evidence_of(&ids).await?;
+        Ok(memories
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let items = evidence
+                    .iter()
+                    .filter(|(id, _)| *id == m.id)
+                    .map(|(_, e)| EvidenceView::from(e))
+                    .collect();
+                VaultMemoryView::of(m, items, relevance.get(i).copied())
+            })
+            .collect())
+    }
+
+    /// `DELETE /api/context-vault/documents/{id}`: stops its processing, then removes it, its
+    /// chunks and citations; memories only it cites go, the others stay.
+    pub async fn delete_document(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        workspace_id: Option<Uuid>,
+    ) -> Result<DocumentDeleted> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        caller.check_workspace(workspace_id)?;
+        let document = self.owned_document(caller, raw_id).await?;
+        if !document.status.is_terminal() {
+            self.ingestion()?
+                .cancel(document.id)
+                .await
+                .map_err(|e| Error::Unavailable(e.to_string()))?;
+        }
+        let removal = self
+            .store
+            .delete_document(caller.workspace_id, document.id)
+            .await?
+            .ok_or_else(document_not_found)?;
+        self.indexes
+            .remove(&removal.lane, &removal.chunk_ids, &removal.memory_ids)
+            .map_err(search_error)?;
+        Ok(DocumentDeleted {
+            deleted: true,
+            document_id: document.id,
+            deleted_memory_count: removal.counts.deleted_memories,
+            preserved_memory_count: removal.counts.preserved_memories,
+        })
+    }
+
+    /// `POST .../documents/{id}/cancel`: pending, processing or retrying -> cancelled.
+    pub async fn cancel(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        workspace_id: Option<Uuid>,
+    ) -> Result<DocumentDetail> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        caller.check_workspace(workspace_id)?;
+        let document = self.owned_document(caller, raw_id).await?;
+        if document.status.is_terminal() {
+            return Err(Error::Conflict(format!(
+                "the document is already {}; only pending, processing or retrying documents can be cancelled",
+                document.status.as_str()
+            )));
+        }
+        let stopped = self
+            .ingestion()?
+            .cancel(document.id)
+            .await
+            .map_err(|e| Error::Unavailable(e.to_string()))?;
+        if !stopped {
+            // Not in the supervisor's hands (it finished in between, or was never queued).
+            let fresh = self.owned_document(caller, raw_id).await?;
+            if fresh.status.is_terminal() {
+                return Err(Error::Conflict(format!(
+                    "the document is already {}",
+                    fresh.status.as_str()
+                )));
+            }
+            self.store
+                .set_document_status(
+                    document.id,
+                    &StatusChange {
+                        status: Status::Cancelled,
+                        phase: None,
+                        attempts: fresh.attempts as u32,
+                        message: Some("cancelled on request".to_string()),
+                    },
+                    to_micros(now()),
+                )
+                .await?;
+        }
+        self.document(caller, raw_id, None).await
+    }
+
+    /// `POST .../documents/{id}/retry`: a failed or cancelled document runs again, from its
+    /// last committed phase.
+    pub async fn retry(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        workspace_id: Option<Uuid>,
+    ) -> Result<DocumentDetail> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        caller.check_workspace(workspace_id)?;
+        let document = self.owned_document(caller, raw_id).await?;
+        if !matches!(document.status, Status::Failed | Status::Cancelled) {
+            return Err(Error::Conflict(format!(
+                "the document is {}; only failed or cancelled documents can be retried",
+                document.status.as_str()
+            )));
+        }
+        self.store
+            .reset_document(caller.workspace_id, document.id, to_micros(now()))
+            .await?;
+        self.ingestion()?
+            .submit(document.id, 1)
+            .map_err(|e| Error::Unavailable(e.to_string()))?;
+        self.document(caller, raw_id, None).await
+    }
+
+    // ----- vault memories --------------------------------------------------------------------
+
+    /// `GET /api/context-vault/memories`.
+    pub async fn browse(&self, caller: &Caller, params: BrowseParams) -> Result<VaultMemoryList> {
+        admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
+        caller.check_workspace(params.workspace_id)?;
+        let vault = self.vault(caller, params.vault_id.as_deref()).await?;
+        let memory_type = match params
+            .memory_type
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            None => None,
+            Some(raw) => Some(raw.parse::<MemoryType>().map_err(|()| {
+                Error::validation(
+                    "memoryType",
+                    format!("'{raw}' is not one of {}", MemoryType::expected()),
+                )
+            })?),
+        };
+        let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
+        let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
+        let filter = VaultMemoryFilter {
+            lane: VaultLane {
+                workspace_id: caller.workspace_id,
+                vault_id: vault.id,
+                scope: scope_value(params.scope.as_deref())?,
+            },
+            memory_type,
+            projects: project_filter(params.project.as_deref())?,
+            categories: category_filter(params.category.as_deref())?,
+            limit,
+            offset,
+        };
+        let (memories, total) = self.store.list_vault_memories(&filter).await?;
+        let views = self.with_evidence(&memories, &[]).await?;
+        Ok(VaultMemoryList {
+            has_more: offset + (views.len() as i64) < total,
+            memories: views,
+            total,
+        })
+    }
+
+    /// `POST /api/context-vault/memories`: a curated company fact.
+    pub async fn add_fact(
+        &self,
+        caller: &Caller,
+        input: CreateCompanyFact,
+    ) -> Result<(CompanyFactCreated, bool)> {
+        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        caller.check_workspace(input.workspace_id)?;
+        let content = content(input.content.as_deref(), MAX_FACT_CHARS)?;
+        let content = content.trim().to_string();
+        let vault = self.vault(caller, input.vault_id.as_deref()).await?;
+        let category = match input.category.as_deref() {
+            Some(raw) => parse_category(raw)?,
+            None => crate::text::category::infer_category(&content)
+                .parse()
+                .unwrap_or(Category::Fact),
+        };
+        let lane = VaultLane {
+            workspace_id: caller.workspace_id,
+            vault_id: vault.id,
+            scope: scope_value(input.scope.as_deref())?,
+        };
+        let project = project(input.project.as_deref())?;
+        let vector = self
+            .embeddings
+            .embed_document(content.clone())
+            .await
+            .map_err(embed_error)?;
+        let fact = NewCompanyFact {
+            id: Uuid::now_v7(),
+            lane,
+            project,
+            content_hash: content_hash(&normalize(&content)),
+            content,
+            category,
+            embedding: Embedded {
+                model: self.embeddings.model().into(),
+                vector: vector.clone().into(),
+            },
+            at_micros: to_micros(now()),
+        };
+        let (memory, created) = self.store.insert_company_fact(&fact).await?;
+        if created {
+            self.indexes
+                .add_memories(
+                    vec![crate::storage::vault::IndexedVaultMemory {
+                        memory: memory.clone(),
+                        vector: Some(vector),
+                    }],
+                    &self.maintainer,
+                )
+                .map_err(search_error)?;
+        }
+        let view = self
+            .with_evidence(std::slice::from_ref(&memory), &[])
+            .await?;
+        let view = view
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Internal("fact not read back".into()))?;
+        Ok((CompanyFactCreated { memory: view }, created))
+    }
+
+    /// `POST /api/context-vault/memories/{id}/feedback`.
+    pub async fn feedback(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        input: VaultFeedbackInput,
+    ) -> Result<()> {
+        admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
+        caller.check_workspace(input.workspace_id)?;
+        let not_found = || Error::NotFound("vault memory not found".to_string());
+        let id = Uuid::parse_str(raw_id).map_err(|_| not_found())?;
+        let raw = input
+            .rating
+            .as_deref()
+            .map(str::trim)
+            .ok_or_else(|| Error::validation("rating", "is required"))?;
+        let rating: Rating = raw.parse().map_err(|()| {
+            Error::validation(
+                "rating",
+                format!("'{raw}' is not one of {}", Rating::expected()),
+            )
+        })?;
+        let explanation = input.explanation.as_deref();
+        if explanation.is_some_and(|e| chars(e) > MAX_EXPLANATION_CHARS) {
+            return Err(Error::validation(
+                "explanation",
+                format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
+            ));
+        }
+        if !self
+            .store
+            .vault_memory_feedback(
+                caller.workspace_id,
+                id,
+                rating,
+                explanation,
+                to_micros(now()),
+            )
+            .await?
+        {
+            return Err(not_found());
+        }
+        // The index follows: counts re-read, a flagged memory taken out.
+        let memory = self
+            .store
+            .vault_memories_by_ids(caller.workspace_id, &[id])
+            .await?
+            .into_iter()
+            .next();
+        if let Some(memory) = memory {
+            let doc = index::memory_doc(&memory);
+            if memory.flagged_wrong {
+                self.indexes
+                    .memories
+                    .remove(&doc.lane, &[id])
+                    .map_err(search_error)?;
+            } else {
+                self.indexes.memories.refresh_doc(&doc);
+            }
+        }
+        Ok(())
+    }
+}

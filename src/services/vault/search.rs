@@ -1,0 +1,223 @@
+//! `GET /api/context-vault/search`: ranked passages (`documents`), ranked memories with their
+//! evidence (`memories`), or both in two lists (`hybrid`). No answer is synthesised. `scope` or
+//! `scopes` and `project` are hard filters; every hit is re-read from the database and checked
+//! against them before it is returned.
+
+use std::collections::HashMap;
+
+use memvault_actors::EndpointClass;
+use uuid::Uuid;
+
+use super::index::VaultIndexes;
+use super::{
+    embed_error, scope_value, search_error, ChunkView, VaultSearchParams, VaultSearchResults,
+    VaultService,
+};
+use crate::error::{Error, Result};
+use crate::model::vault::VaultLane;
+use crate::model::{now, to_micros};
+use crate::search::{Filter, Hit, Mode, Query};
+use crate::services::validate::*;
+use crate::services::{admit, Caller};
+
+pub const MAX_QUERY_CHARS: usize = 1_000;
+pub const DEFAULT_LIMIT: i64 = 8;
+pub const MAX_LIMIT: i64 = 20;
+pub const MAX_SCOPES: usize = 20;
+
+/// What the search returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SearchMode {
+    Documents,
+    Memories,
+    Hybrid,
+}
+
+impl SearchMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Documents => "documents",
+            SearchMode::Memories => "memories",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// The lanes a search covers: `scopes` (comma-separated) wins over `scope`.
+fn scopes(params: &VaultSearchParams) -> Result<Vec<String>> {
+    match params
+        .scopes
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(list) => {
+            let mut out: Vec<String> = Vec::new();
+            for scope in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if chars(scope) > MAX_SCOPE_CHARS {
+                    return Err(Error::validation(
+                        "scopes",
+                        format!("each scope must be at most {MAX_SCOPE_CHARS} characters"),
+                    ));
+                }
+                if !out.iter().any(|s| s == scope) {
+                    out.push(scope.to_string());
+                }
+            }
+            if out.len() > MAX_SCOPES {
+                return Err(Error::validation(
+                    "scopes",
+                    format!("at most {MAX_SCOPES} scopes"),
+                ));
+            }
+            if out.is_empty() {
+                out.push(String::new());
+            }
+            Ok(out)
+        }
+        None => Ok(vec![scope_value(params.scope.as_deref())?]),
+    }
+}
+
+impl VaultService {
+    pub async fn search(
+        &self,
+        caller: &Caller,
+        params: VaultSearchParams,
+    ) -> Result<VaultSearchResults> {
+        admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
+        caller.check_workspace(params.workspace_id)?;
+        let q = params
+            .q
+            .as_deref()
+            .map(str::trim)
+            .ok_or_else(|| Error::validation("q", "is required"))?;
+        if q.is_empty() {
+            return Err(Error::validation("q", "must not be empty"));
+        }
+        if chars(q) > MAX_QUERY_CHARS {
+            return Err(Error::validation(
+                "q",
+                format!("must be at most {MAX_QUERY_CHARS} characters"),
+            ));
+        }
+        let mode = match params.mode.as_deref().map(str::trim) {
+            None | Some("") | Some("hybrid") => SearchMode::Hybrid,
+            Some("documents") => SearchMode::Documents,
+            Some("memories") => SearchMode::Memories,
+            Some(other) => {
+                return Err(Error::validation(
+                    "mode",
+                    format!("'{other}' is not one of memories, documents, hybrid"),
+                ))
+            }
+        };
+        let ranking = match params.ranking.as_deref().map(str::trim) {
+            None | Some("") => Mode::Hybrid,
+            Some(value) => Mode::parse(value).ok_or_else(|| {
+                Error::validation(
+                    "ranking",
+                    format!("'{value}' is not one of hybrid, keyword, semantic"),
+                )
+            })?,
+        };
+        let limit = int_param(
+            "limit",
+            params.limit.as_deref(),
+            DEFAULT_LIMIT,
+            1,
+            MAX_LIMIT,
+        )? as usize;
+        let projects = project_filter(params.project.as_deref())?;
+        let scopes = scopes(&params)?;
+        let vault = self.vault(caller, params.vault_id.as_deref()).await?;
+        let lanes: Vec<VaultLane> = scopes
+            .iter()
+            .map(|scope| VaultLane {
+                workspace_id: caller.workspace_id,
+                vault_id: vault.id,
+                scope: scope.clone(),
+            })
+            .collect();
+
+        let vector = self.embeddings.embed_query(q).await.map_err(embed_error)?;
+        self.indexes.settle().await.map_err(search_error)?;
+        let query = Query {
+            text: q,
+            vector: Some(vector.as_slice()),
+            mode: ranking,
+            fusion: self.fusion,
+            semantic_weight: self.semantic_weight,
+            filter: Filter {
+                projects: projects.clone(),
+                categories: Vec::new(),
+                now_micros: to_micros(now()),
+            },
+            limit,
+        };
+        let in_lanes = |workspace: Uuid, vault_id: Uuid, scope: &str, project: &str| {
+            workspace == caller.workspace_id
+                && vault_id == vault.id
+                && scopes.iter().any(|s| s == scope)
+                && (projects.is_empty() || projects.iter().any(|p| p == project))
+        };
+
+        let mut chunks = Vec::new();
+        if mode != SearchMode::Memories {
+            let hits =
+                VaultIndexes::search(&self.indexes.chunks, &lanes, &query).map_err(search_error)?;
+            let scores = scores_of(&hits);
+            let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
+            let mut rows = self.store.chunks_by_ids(caller.workspace_id, &ids).await?;
+            rows.retain(|c| in_lanes(c.workspace_id, c.vault_id, &c.scope, &c.project));
+            rows.sort_by(|a, b| {
+                score(&scores, b.id)
+                    .total_cmp(&score(&scores, a.id))
+                    .then(a.id.cmp(&b.id))
+            });
+            rows.truncate(limit);
+            chunks = rows
+                .iter()
+                .map(|c| ChunkView::of(c, score(&scores, c.id)))
+                .collect();
+        }
+
+        let mut memories = Vec::new();
+        if mode != SearchMode::Documents {
+            let hits = VaultIndexes::search(&self.indexes.memories, &lanes, &query)
+                .map_err(search_error)?;
+            let scores = scores_of(&hits);
+            let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
+            let mut rows = self
+                .store
+                .vault_memories_by_ids(caller.workspace_id, &ids)
+                .await?;
+            rows.retain(|m| {
+                !m.flagged_wrong && in_lanes(m.workspace_id, m.vault_id, &m.scope, &m.project)
+            });
+            rows.sort_by(|a, b| {
+                score(&scores, b.id)
+                    .total_cmp(&score(&scores, a.id))
+                    .then(a.id.cmp(&b.id))
+            });
+            rows.truncate(limit);
+            let relevance: Vec<f32> = rows.iter().map(|m| score(&scores, m.id)).collect();
+            memories = self.with_evidence(&rows, &relevance).await?;
+        }
+
+        Ok(VaultSearchResults {
+            mode: mode.as_str().to_string(),
+            found: (chunks.len() + memories.len()) as i64,
+            chunks,
+            memories,
+        })
+    }
+}
+
+fn scores_of(hits: &[Hit]) -> HashMap<Uuid, f32> {
+    hits.iter().map(|h| (h.id, h.score)).collect()
+}
+
+fn score(scores: &HashMap<Uuid, f32>, id: Uuid) -> f32 {
+    scores.get(&id).copied().unwrap_or(0.0)
+}

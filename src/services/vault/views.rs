@@ -1,0 +1,434 @@
+//! What the Context Vault endpoints accept and answer (camelCase JSON).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::model::vault::{Chunk, Document, DocumentEvent, Evidence, Vault, VaultMemory};
+use crate::model::Category;
+
+fn none_if_empty(value: &str) -> Option<String> {
+    (!value.is_empty()).then(|| value.to_string())
+}
+
+/// A vault: a named container of documents and facts in a workspace.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultView {
+    pub id: Uuid,
+    pub name: String,
+    /// Used when a request names no `vaultId`.
+    pub is_default: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&Vault> for VaultView {
+    fn from(v: &Vault) -> Self {
+        VaultView {
+            id: v.id,
+            name: v.name.clone(),
+            is_default: v.is_default,
+            created_at: v.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct VaultList {
+    pub vaults: Vec<VaultView>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct VaultCreated {
+    pub vault: VaultView,
+}
+
+/// Body of `POST /api/context-vault/vaults`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateVault {
+    /// 1 to 100 characters, unique in the workspace.
+    pub name: Option<String>,
+    pub workspace_id: Option<Uuid>,
+}
+
+/// A vault document (source) and where its processing is.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentView {
+    pub id: Uuid,
+    pub vault_id: Uuid,
+    /// As given: `pdf`, `markdown`, `text`, `docx`, `html`, `csv`, `xlsx`, `xls`, `ods`, an
+    /// image type, `url` or `remote_file`.
+    pub source_type: String,
+    /// `pending`, `processing`, `retrying`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    pub chunk_count: i64,
+    pub extracted_count: i64,
+    pub total_chunks: i64,
+    pub processed_chunks: i64,
+    pub created_at: DateTime<Utc>,
+    pub title: String,
+    /// `parse`, `ocr`, `chunk`, `embed` or `extract`.
+    pub processing_phase: Option<String>,
+    /// Last recorded progress.
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    pub scope: Option<String>,
+    pub project: Option<String>,
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Why it failed (or why the last attempt failed, while `retrying`).
+    pub error: Option<String>,
+    /// The address it was fetched from (URL documents).
+    pub public_url: Option<String>,
+    /// Generations run so far.
+    pub attempts: i64,
+}
+
+impl From<&Document> for DocumentView {
+    fn from(d: &Document) -> Self {
+        DocumentView {
+            id: d.id,
+            vault_id: d.vault_id,
+            source_type: d.source_type.clone(),
+            status: d.status.as_str().to_string(),
+            chunk_count: d.chunk_count,
+            extracted_count: d.extracted_count,
+            total_chunks: d.total_chunks,
+            processed_chunks: d.processed_chunks,
+            created_at: d.created_at,
+            title: d.title.clone(),
+            processing_phase: d.processing_phase.map(|p| p.as_str().to_string()),
+            heartbeat_at: d.heartbeat_at,
+            scope: none_if_empty(&d.scope),
+            project: none_if_empty(&d.project),
+            completed_at: d.completed_at,
+            error: d.error.clone(),
+            public_url: d.source_url.clone(),
+            attempts: d.attempts,
+        }
+    }
+}
+
+/// `GET /api/context-vault/documents/{id}`: the document and its status history.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentDetail {
+    pub document: DocumentView,
+    /// Every status change, oldest first.
+    pub history: Vec<DocumentEventView>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentEventView {
+    pub at: DateTime<Utc>,
+    pub status: String,
+    pub phase: Option<String>,
+    pub attempt: i64,
+    pub message: Option<String>,
+}
+
+impl From<&DocumentEvent> for DocumentEventView {
+    fn from(e: &DocumentEvent) -> Self {
+        DocumentEventView {
+            at: e.at,
+            status: e.status.clone(),
+            phase: e.phase.clone(),
+            attempt: e.attempt,
+            message: e.message.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentList {
+    pub documents: Vec<DocumentView>,
+    pub total: i64,
+    pub has_more: bool,
+}
+
+/// The 202 of an upload or a text/URL document.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentAccepted {
+    pub document: DocumentView,
+    pub chunk_count: i64,
+    pub extracted_count: i64,
+    /// Always `accepted`.
+    pub status: String,
+    pub message: String,
+}
+
+/// Body of `POST /api/context-vault/documents`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateDocument {
+    pub workspace_id: Option<Uuid>,
+    pub vault_id: Option<String>,
+    /// Defaults to the URL, or the first line of the content.
+    pub title: Option<String>,
+    /// `text` (or `markdown`) with `content`; `url` or `remote_file` with `url`.
+    pub source_type: Option<String>,
+    pub content: Option<String>,
+    pub url: Option<String>,
+    pub scope: Option<String>,
+    pub project: Option<String>,
+}
+
+/// A multipart upload, as the adapter read it.
+#[derive(Debug, Clone, Default)]
+pub struct UploadInput {
+    pub workspace_id: Option<String>,
+    pub vault_id: Option<String>,
+    pub title: Option<String>,
+    pub file_name: Option<String>,
+    pub content_type: Option<String>,
+    pub file: Option<Vec<u8>>,
+    pub source_type: Option<String>,
+    pub extracted_text: Option<String>,
+    pub scope: Option<String>,
+    pub project: Option<String>,
+}
+
+/// Query naming a vault (and, for session callers, the workspace).
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct VaultParams {
+    pub workspace_id: Option<Uuid>,
+    /// The vault; omitted = the workspace's default vault.
+    pub vault_id: Option<String>,
+    /// Page size, 1 to 100 (default 20).
+    pub limit: Option<String>,
+    /// Offset, 0 or more.
+    pub offset: Option<String>,
+}
+
+/// An evidence item: where a vault memory is stated.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceView {
+    pub source_id: Uuid,
+    pub chunk_id: Uuid,
+    /// An exact substring of the chunk.
+    pub quote: String,
+    /// In [0, 1].
+    pub confidence: f64,
+    pub title: String,
+    pub section_path: String,
+    pub chunk_index: i64,
+}
+
+impl From<&Evidence> for EvidenceView {
+    fn from(e: &Evidence) -> Self {
+        EvidenceView {
+            source_id: e.source_id,
+            chunk_id: e.chunk_id,
+            quote: e.quote.clone(),
+            confidence: e.confidence,
+            title: e.title.clone(),
+            section_path: e.section_path.clone(),
+            chunk_index: e.chunk_index,
+        }
+    }
+}
+
+/// A vault memory: extracted from documents (`document`) or curated (`company`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultMemoryView {
+    pub id: Uuid,
+    pub content: String,
+    /// `document` or `company`.
+    pub memory_type: String,
+    pub created_at: DateTime<Utc>,
+    pub category: Category,
+    pub scope: Option<String>,
+    pub project: Option<String>,
+    pub source_id: Option<Uuid>,
+    pub source_title: Option<String>,
+    pub source_url: Option<String>,
+    /// Citations, best first (empty for a curated fact with no document behind it).
+    pub evidence: Vec<EvidenceView>,
+    /// Search relevance in [0, 1] (search results only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<f32>,
+}
+
+impl VaultMemoryView {
+    pub fn of(m: &VaultMemory, evidence: Vec<EvidenceView>, relevance: Option<f32>) -> Self {
+        VaultMemoryView {
+            id: m.id,
+            content: m.content.clone(),
+            memory_type: m.memory_type.as_str().to_string(),
+            created_at: m.created_at,
+            category: m.category,
+            scope: none_if_empty(&m.scope),
+            project: none_if_empty(&m.project),
+            source_id: m.source.as_ref().map(|s| s.id),
+            source_title: m.source.as_ref().map(|s| s.title.clone()),
+            source_url: m.source.as_ref().and_then(|s| s.url.clone()),
+            evidence,
+            relevance,
+        }
+    }
+}
+
+/// A passage of a document, as search returns it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChunkView {
+    pub id: Uuid,
+    pub source_id: Uuid,
+    pub title: String,
+    pub source_type: String,
+    pub section_path: String,
+    pub scope: Option<String>,
+    pub project: Option<String>,
+    pub chunk_index: i64,
+    pub content: String,
+    /// What was embedded and indexed: title, section path, then the content.
+    pub contextual_content: String,
+    /// In [0, 1].
+    pub relevance: f32,
+    pub created_at: DateTime<Utc>,
+}
+
+impl ChunkView {
+    pub fn of(c: &Chunk, relevance: f32) -> Self {
+        ChunkView {
+            id: c.id,
+            source_id: c.document_id,
+            title: c.title.clone(),
+            source_type: c.source_type.clone(),
+            section_path: c.section_path.clone(),
+            scope: none_if_empty(&c.scope),
+            project: none_if_empty(&c.project),
+            chunk_index: c.chunk_index,
+            content: c.content.clone(),
+            contextual_content: c.contextual_content.clone(),
+            relevance,
+            created_at: c.created_at,
+        }
+    }
+}
+
+/// `GET /api/context-vault/documents/{id}/memories`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentMemories {
+    pub document: DocumentRef,
+    pub memories: Vec<VaultMemoryView>,
+    pub total: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentRef {
+    pub id: Uuid,
+    pub title: String,
+    pub public_url: Option<String>,
+}
+
+/// `DELETE /api/context-vault/documents/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentDeleted {
+    pub deleted: bool,
+    pub document_id: Uuid,
+    /// Memories cited only by this document, now gone.
+    pub deleted_memory_count: i64,
+    /// Memories also cited by another document, kept.
+    pub preserved_memory_count: i64,
+}
+
+/// Query of `GET /api/context-vault/search`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct VaultSearchParams {
+    pub workspace_id: Option<Uuid>,
+    pub vault_id: Option<String>,
+    /// 1 to 1,000 characters.
+    pub q: Option<String>,
+    /// `hybrid` (default: passages and memories, in two lists), `documents` or `memories`.
+    pub mode: Option<String>,
+    /// One lane (at most 200 characters); omit when `scopes` is given.
+    pub scope: Option<String>,
+    /// Comma-separated lanes; takes precedence over `scope`.
+    pub scopes: Option<String>,
+    /// Results per list, 1 to 20 (default 8).
+    pub limit: Option<String>,
+    /// Comma-separated projects; `__memvault_no_project__` selects content without one.
+    pub project: Option<String>,
+    /// How results are ranked: `hybrid` (default: keywords and meaning fused), `keyword`
+    /// (BM25 only) or `semantic` (vectors only).
+    pub ranking: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultSearchResults {
+    pub mode: String,
+    /// Chunks plus memories returned.
+    pub found: i64,
+    pub chunks: Vec<ChunkView>,
+    pub memories: Vec<VaultMemoryView>,
+}
+
+/// Query of `GET /api/context-vault/memories`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct BrowseParams {
+    pub workspace_id: Option<Uuid>,
+    pub vault_id: Option<String>,
+    /// `document` or `company`; omitted = both.
+    pub memory_type: Option<String>,
+    pub scope: Option<String>,
+    pub project: Option<String>,
+    pub category: Option<String>,
+    pub limit: Option<String>,
+    pub offset: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultMemoryList {
+    pub memories: Vec<VaultMemoryView>,
+    pub total: i64,
+    pub has_more: bool,
+}
+
+/// Body of `POST /api/context-vault/memories`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateCompanyFact {
+    pub workspace_id: Option<Uuid>,
+    /// 1 to 800 characters.
+    pub content: Option<String>,
+    pub vault_id: Option<String>,
+    pub category: Option<String>,
+    /// At most 200 characters.
+    pub scope: Option<String>,
+    /// At most 100 characters.
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CompanyFactCreated {
+    pub memory: VaultMemoryView,
+}
+
+/// Body of `POST /api/context-vault/memories/{id}/feedback`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultFeedbackInput {
+    pub workspace_id: Option<Uuid>,
+    /// `helpful`, `not_helpful`, `outdated` or `wrong` (the last two take it out of search).
+    pub rating: Option<String>,
+    /// At most 1,000 characters.
+    pub explanation: Option<String>,
+}
