@@ -637,18 +637,27 @@ async fn assert_no_duplicates(app: &TestApp, id: &str) {
 
 #[tokio::test]
 async fn killing_each_phase_mid_work_never_duplicates_chunks_or_memories() {
-    for phase in [Phase::Parse, Phase::Chunk, Phase::Embed, Phase::Extract] {
+    for phase in Phase::ALL {
         let app = spawn_faulty(At::new(phase, Fault::Hang, 1), |s| {
             s.ingest_max_documents = 4
         })
         .await;
         let mut ids = Vec::new();
         for n in 0..4 {
-            let content = format!(
-                "{FACTS} Document number {n} belongs to batch {}.",
-                phase.as_str()
-            );
-            ids.push(add_text(&app, &format!("Acme {n}"), &content, json!({})).await);
+            if phase == Phase::Ocr {
+                // Only images (and scanned pages) reach the OCR phase.
+                let image =
+                    fixtures::text_image(&format!("Acme company revenue grew {n}0 percent"));
+                let (status, json) = upload(&app, &format!("scan{n}.png"), image, &[]).await;
+                assert_eq!(status, 202, "{json}");
+                ids.push(json["document"]["id"].as_str().unwrap().to_string());
+            } else {
+                let content = format!(
+                    "{FACTS} Document number {n} belongs to batch {}.",
+                    phase.as_str()
+                );
+                ids.push(add_text(&app, &format!("Acme {n}"), &content, json!({})).await);
+            }
         }
         for id in &ids {
             wait_for_phase(&app, id, phase.as_str()).await;
@@ -664,7 +673,17 @@ async fn killing_each_phase_mid_work_never_duplicates_chunks_or_memories() {
                 detail["document"]["status"], "completed",
                 "{phase:?}: {detail}"
             );
-            assert!(statuses(&detail).contains(&"retrying".to_string()));
+            let retry = detail["history"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["status"] == "retrying")
+                .expect("the kill is recorded");
+            assert_eq!(retry["phase"], phase.as_str());
+            assert!(
+                retry["message"].as_str().unwrap().contains("killed"),
+                "{retry}"
+            );
             assert_no_duplicates(&app, id).await;
         }
     }

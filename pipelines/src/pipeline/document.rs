@@ -6,13 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use super::progress::{persist_due, ProgressCell};
 use super::{
-    merge_ocr, DocumentTask, EmbeddedFact, Engines, Fault, Phase, PhaseError, PipelineConfig,
-    Progress, StoreError,
+    merge_ocr, DocumentTask, EmbeddedFact, Engines, Fault, Phase, PhaseError, PhaseSlots,
+    PipelineConfig, Progress, StoreError,
 };
 use crate::model::Parsed;
 use crate::parse::{self, ParseError};
@@ -31,8 +30,8 @@ pub struct DocumentArgs {
     pub attempt: u32,
     pub engines: Engines,
     pub config: Arc<PipelineConfig>,
-    /// Shared by every document: bounds the blocking work (parse, OCR, chunking).
-    pub blocking: Arc<Semaphore>,
+    /// Shared by every document: bounds each blocking phase (parse, OCR, chunking).
+    pub slots: PhaseSlots,
     pub shared: Arc<Shared>,
 }
 
@@ -92,11 +91,12 @@ impl DocumentState {
     /// thread, so a killed generation's leftover work still counts against the bound.
     async fn blocking<T: Send + 'static>(
         &self,
+        slot: &Arc<tokio::sync::Semaphore>,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, PhaseError> {
         let progress = &self.args.shared.progress;
         progress.set_waiting(true);
-        let permit = self.args.blocking.clone().acquire_owned().await;
+        let permit = slot.clone().acquire_owned().await;
         progress.set_waiting(false);
         let permit =
             permit.map_err(|_| PhaseError::Transient("the pipeline is shutting down".into()))?;
@@ -145,9 +145,11 @@ impl DocumentState {
         let raw = self.args.engines.store.raw(self.args.id).await?;
         let kind = task.kind;
         let limits = self.args.config.parse_limits.clone();
-        self.blocking(move || parse::parse(kind, &raw, &limits))
-            .await?
-            .map_err(parse_failure)
+        self.blocking(&self.args.slots.parse, move || {
+            parse::parse(kind, &raw, &limits)
+        })
+        .await?
+        .map_err(parse_failure)
     }
 
     async fn parse(&mut self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
@@ -179,7 +181,10 @@ impl DocumentState {
             self.record(Phase::Ocr, done as u32, total).await?;
             let ocr = self.args.engines.ocr.clone();
             let data = image.data.clone();
-            match self.blocking(move || ocr.recognize(&data)).await? {
+            match self
+                .blocking(&self.args.slots.ocr, move || ocr.recognize(&data))
+                .await?
+            {
                 Ok(text) => recognized.push((image.position, image.path.clone(), text)),
                 Err(error) => {
                     tracing::warn!(document_id = %self.args.id, path = %image.path, %error, "ocr failed on an image");
@@ -206,7 +211,9 @@ impl DocumentState {
         let chunker = self.args.engines.chunker.clone();
         let title = task.title.clone();
         let chunks = self
-            .blocking(move || chunker.chunk(&title, &sections))
+            .blocking(&self.args.slots.chunk, move || {
+                chunker.chunk(&title, &sections)
+            })
             .await?;
         if chunks.is_empty() {
             return Err(PhaseError::Permanent(

@@ -275,8 +275,10 @@ pub struct PipelineConfig {
     pub persist_every: Duration,
     /// Chunks embedded per batch.
     pub embed_batch: usize,
-    /// Blocking work (parse, OCR, chunking) running at once, all documents together.
-    pub max_blocking: usize,
+    /// Work of each blocking phase (parse, OCR, chunk) running at once, all documents
+    /// together. (Embedding is bounded by the embedder's own batcher, extraction by
+    /// `max_documents`.)
+    pub max_per_phase: usize,
     pub parse_limits: ParseLimits,
 }
 
@@ -291,8 +293,27 @@ impl Default for PipelineConfig {
             check_every: Duration::from_secs(5),
             persist_every: Duration::from_secs(1),
             embed_batch: 16,
-            max_blocking: 1,
+            max_per_phase: 1,
             parse_limits: ParseLimits::default(),
+        }
+    }
+}
+
+/// One bound per blocking phase, shared by every document.
+#[derive(Debug, Clone)]
+pub struct PhaseSlots {
+    pub parse: Arc<tokio::sync::Semaphore>,
+    pub ocr: Arc<tokio::sync::Semaphore>,
+    pub chunk: Arc<tokio::sync::Semaphore>,
+}
+
+impl PhaseSlots {
+    pub fn new(per_phase: usize) -> Self {
+        let slot = || Arc::new(tokio::sync::Semaphore::new(per_phase.max(1)));
+        PhaseSlots {
+            parse: slot(),
+            ocr: slot(),
+            chunk: slot(),
         }
     }
 }

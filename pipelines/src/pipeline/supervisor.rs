@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use super::document::{DocumentArgs, DocumentMsg, DocumentPipeline, Shared};
 use super::progress::is_stale;
-use super::{backoff, Engines, Phase, PhaseError, PipelineConfig, Status, StatusChange};
+use super::{
+    backoff, Engines, Phase, PhaseError, PhaseSlots, PipelineConfig, Status, StatusChange,
+};
 
 pub struct IngestSupervisor;
 
@@ -52,7 +53,7 @@ pub struct IngestStats {
 pub struct SupervisorState {
     engines: Engines,
     config: Arc<PipelineConfig>,
-    blocking: Arc<Semaphore>,
+    slots: PhaseSlots,
     queue: VecDeque<(Uuid, u32)>,
     running: HashMap<ActorId, Generation>,
     waiting: HashSet<Uuid>,
@@ -187,7 +188,7 @@ impl SupervisorState {
                 attempt,
                 engines: self.engines.clone(),
                 config: self.config.clone(),
-                blocking: self.blocking.clone(),
+                slots: self.slots.clone(),
                 shared: shared.clone(),
             };
             match Actor::spawn_linked(None, DocumentPipeline, args, myself.get_cell()).await {
@@ -292,7 +293,7 @@ impl Actor for IngestSupervisor {
         myself.send_interval(args.config.check_every, || SupervisorMsg::CheckStale);
         Ok(SupervisorState {
             engines: args.engines,
-            blocking: Arc::new(Semaphore::new(args.config.max_blocking.max(1))),
+            slots: PhaseSlots::new(args.config.max_per_phase),
             config: Arc::new(args.config),
             queue: VecDeque::new(),
             running: HashMap::new(),
