@@ -47,7 +47,8 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
     })
 }
 
-/// The most frequent of `,`, `;` and tab outside quotes on the first line; `,` on a tie.
+/// The most frequent of `,`, `;` and tab outside quotes on the first line. Ties go to tab,
+/// then `;` (both rarely appear inside values), then `,`.
 fn sniff_delimiter(text: &str) -> u8 {
     let mut counts = [0usize; 3];
     let mut quoted = false;
@@ -64,7 +65,7 @@ fn sniff_delimiter(text: &str) -> u8 {
     let delimiters = [b',', b';', b'\t'];
     let mut best = 0;
     for i in 1..3 {
-        if counts[i] > counts[best] {
+        if counts[i] >= counts[best] && counts[i] > 0 {
             best = i;
         }
     }

@@ -784,7 +784,8 @@ mod tests {
         bytes
     }
 
-    const PAGE_ONE: &[u8] = b"BT /F1 12 Tf 72 700 Td (Hello) Tj [(wor) -30 (ld) -400 (again)] TJ \
+    const PAGE_ONE: &[u8] =
+        b"BT /F1 12 Tf 72 700 Td [(Hello) -300 (wor) -30 (ld) -400 (again)] TJ \
         0 -14 Td (Second line of text) Tj 0 -40 Td (New paragraph here.) Tj ET";
 
     #[test]
@@ -960,7 +961,8 @@ mod tests {
             text.starts_with("Looping form text here, long enough"),
             "{text}"
         );
-        assert_eq!(text.matches("inner").count(), MAX_FORM_DEPTH, "{text}");
+        // The cycle is cut where the form would draw itself again.
+        assert_eq!(text.matches("inner").count(), 1, "{text}");
     }
 
     #[test]

@@ -362,6 +362,15 @@ mod tests {
              Target=\"sharedStrings.xml\"/></Relationships>",
         );
         files.push(("xl/workbook.xml".into(), workbook));
+        files.push((
+            "_rels/.rels".into(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+             <Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\">\
+             <Relationship Id=\"rId1\" \
+             Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument\" \
+             Target=\"xl/workbook.xml\"/></Relationships>"
+                .into(),
+        ));
         files.push(("xl/_rels/workbook.xml.rels".into(), rels));
         files.push((
             "xl/sharedStrings.xml".into(),
@@ -519,7 +528,7 @@ mod tests {
             got,
             vec![
                 ("Rows 1-1".to_string(), "A | B".to_string()),
-                ("S > Rows 1-2".to_string(), "x: 1; Column 3: 3".to_string()),
+                ("S > Rows 2-2".to_string(), "x: 1; Column 3: 3".to_string()),
             ]
         );
     }

@@ -99,6 +99,18 @@ impl Outline {
         Ok(())
     }
 
+    /// A paragraph whose indentation matters (`pre`): only blank lines around it and trailing
+    /// space go.
+    pub(crate) fn preformatted(&mut self, text: &str) -> Result<(), ParseError> {
+        self.end_block();
+        let text = text.trim_start_matches(['\n', '\r']).trim_end();
+        if !text.trim().is_empty() {
+            self.account(text.len())?;
+            self.paragraphs.push(text.to_string());
+        }
+        Ok(())
+    }
+
     /// A line of the open block (list item, table row).
     pub(crate) fn line(&mut self, text: &str) -> Result<(), ParseError> {
         let text = text.trim();

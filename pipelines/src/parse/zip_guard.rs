@@ -186,7 +186,6 @@ pub(crate) fn is_ole(bytes: &[u8]) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::io::Write;
-    use std::time::{Duration, Instant};
 
     use zip::write::SimpleFileOptions;
     use zip::{CompressionMethod, ZipWriter};
@@ -209,7 +208,6 @@ pub(crate) mod tests {
         let mut writer = ZipWriter::new(Cursor::new(Vec::new()));
         let options = SimpleFileOptions::default()
             .compression_method(CompressionMethod::Deflated)
-            .compression_level(Some(1))
             .large_file(true);
         for (name, content) in extra {
             writer.start_file(*name, options).unwrap();
@@ -259,11 +257,11 @@ pub(crate) mod tests {
     fn a_zip_bomb_is_refused_quickly() {
         let bytes = zeros_bomb("word/document.xml", 40, &[]);
         assert!(bytes.len() < 2 * 1024 * 1024, "{}", bytes.len());
-        let start = Instant::now();
+        // Refused from the zip directory alone, before anything is inflated.
         let err =
             super::super::parse(SourceKind::Docx, &bytes, &ParseLimits::default()).unwrap_err();
         assert!(matches!(err, ParseError::Limit(_)), "{err}");
-        assert!(start.elapsed() < Duration::from_secs(2));
+        assert!(err.to_string().contains("unpacks"), "{err}");
         let err =
             super::super::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
         assert!(matches!(err, ParseError::Limit(_)), "{err}");
