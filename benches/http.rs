@@ -413,10 +413,14 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
             app.store().backend()
         );
     }
-    let (_, key) = AccountsService::new(app.store(), Some(app.workspaces().clone()))
-        .create_workspace("bench", None)
-        .await
-        .context("cannot create the benchmark workspace")?;
+    let (_, key) = AccountsService::new(
+        app.store(),
+        Some(app.workspaces().clone()),
+        Default::default(),
+    )
+    .create_workspace("bench", None)
+    .await
+    .context("cannot create the benchmark workspace")?;
     let base = format!("http://{}", app.local_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {

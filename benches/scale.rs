@@ -1049,10 +1049,14 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
             app.store().backend()
         );
     }
-    let (_, key) = AccountsService::new(app.store(), Some(app.workspaces().clone()))
-        .create_workspace("scale bench", None)
-        .await
-        .context("cannot create the benchmark workspace")?;
+    let (_, key) = AccountsService::new(
+        app.store(),
+        Some(app.workspaces().clone()),
+        Default::default(),
+    )
+    .create_workspace("scale bench", None)
+    .await
+    .context("cannot create the benchmark workspace")?;
     let http = client(config.concurrency)?;
     let target = Arc::new(Target {
         client: http.clone(),

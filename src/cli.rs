@@ -145,7 +145,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         }
         Command::Admin(Admin::CreateWorkspace { name, plan }) => {
             let store = open_store(&settings).await?;
-            let created = AccountsService::new(store.clone(), None)
+            let created = AccountsService::new(store.clone(), None, Default::default())
                 .create_workspace(&name, plan)
                 .await;
             store.close().await;
@@ -155,7 +155,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         }
         Command::Admin(Admin::SetPlan { workspace, plan }) => {
             let store = open_store(&settings).await?;
-            let changed = AccountsService::new(store.clone(), None)
+            let changed = AccountsService::new(store.clone(), None, Default::default())
                 .set_plan(workspace, plan)
                 .await;
             store.close().await;

@@ -116,6 +116,48 @@ pub struct Settings {
     pub ingest_stale_ms: u64,
     pub ingest_backoff_ms: u64,
     pub ingest_backoff_cap_ms: u64,
+
+    // Accounts and billing.
+    /// The address users reach this server at (links in checkout and invitations, the
+    /// session cookie's `Secure` flag when it is `https`, the CSRF origin check). Unset: the
+    /// request's own `Host`, over http.
+    pub public_url: Option<String>,
+    /// How long a sign-in lasts.
+    pub session_ttl_days: u64,
+    /// How long an invitation can be accepted.
+    pub invitation_ttl_days: u64,
+    /// Sign-in attempts per minute from one address.
+    pub sign_in_per_minute: u32,
+    /// Argon2id memory cost in KiB (OWASP's minimum, 19 MiB, by default).
+    pub password_memory_kib: u32,
+    /// `local` (plans change on this server, for self-hosting) or `hosted` (a payment
+    /// provider's API; needs `billing_url`, `billing_key`, `billing_webhook_secret` and
+    /// `billing_products`).
+    pub billing_provider: BillingKind,
+    pub billing_url: Option<String>,
+    pub billing_key: Option<String>,
+    /// The Standard Webhooks secret (`whsec_...`) the provider signs webhooks with.
+    pub billing_webhook_secret: Option<String>,
+    /// Webhooks whose timestamp is further than this from now are refused (replays).
+    pub billing_webhook_tolerance_secs: i64,
+    /// The provider's product id of each paid plan.
+    pub billing_products: BillingProducts,
+}
+
+/// Which billing provider is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BillingKind {
+    Local,
+    Hosted,
+}
+
+/// A payment provider's product id per paid plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BillingProducts {
+    pub hobby: Option<String>,
+    pub pro: Option<String>,
+    pub ultimate: Option<String>,
 }
 
 /// How keyword and vector results are combined.
@@ -173,6 +215,17 @@ impl Default for Settings {
             ingest_stale_ms: 120_000,
             ingest_backoff_ms: 1_000,
             ingest_backoff_cap_ms: 60_000,
+            public_url: None,
+            session_ttl_days: 30,
+            invitation_ttl_days: 7,
+            sign_in_per_minute: 10,
+            password_memory_kib: 19 * 1024,
+            billing_provider: BillingKind::Local,
+            billing_url: None,
+            billing_key: None,
+            billing_webhook_secret: None,
+            billing_webhook_tolerance_secs: 300,
+            billing_products: BillingProducts::default(),
         }
     }
 }
@@ -218,6 +271,8 @@ impl Settings {
         let hide = |secret: &Option<String>| secret.as_ref().map(|_| "***".to_string());
         shown.embeddings_key = hide(&self.embeddings_key);
         shown.llm_key = hide(&self.llm_key);
+        shown.billing_key = hide(&self.billing_key);
+        shown.billing_webhook_secret = hide(&self.billing_webhook_secret);
         shown.embeddings_url = self.embeddings_url.as_deref().map(mask_url_password);
         shown.llm_url = self.llm_url.as_deref().map(mask_url_password);
         serde_json::to_value(shown).unwrap_or_default()

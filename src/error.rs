@@ -59,6 +59,10 @@ pub enum Error {
     /// 409
     #[error("{0}")]
     Conflict(String),
+    /// 410: something that existed is no longer usable (a used, revoked or expired
+    /// invitation).
+    #[error("{0}")]
+    Gone(String),
     /// 413
     #[error("request body too large")]
     PayloadTooLarge,
@@ -68,6 +72,10 @@ pub enum Error {
     /// 429
     #[error("rate limit exceeded: {} requests per minute; retry after the window resets", rate.limit)]
     RateLimited { rate: RateStatus },
+    /// 502: a service we depend on (the billing provider) failed. Details are logged, not
+    /// shown.
+    #[error("upstream service failed: {0}")]
+    Upstream(String),
     /// 503: a workspace actor did not answer in time. Details are logged, not shown.
     #[error("workspace service unavailable: {0}")]
     Unavailable(String),

@@ -2,9 +2,10 @@
 //!
 //! Layers, each importing only downward (see ARCHITECTURE.md):
 //! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`]) -> [`services`] ->
-//! engines ([`storage`], [`search`], [`embedding`], [`judge`], [`text`], the `memvault-actors`
+//! engines ([`storage`], [`billing`], [`search`], [`embedding`], [`judge`], [`text`], the `memvault-actors`
 //! crate) -> [`config`], [`error`], [`model`].
 
+pub mod billing;
 pub mod cli;
 pub mod config;
 pub mod embedding;

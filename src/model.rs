@@ -212,6 +212,10 @@ pub struct ApiKey {
     pub workspace_id: Uuid,
     pub name: String,
     pub prefix: String,
+    /// The role the key acts with (never above its maker's current role).
+    pub role: accounts::Role,
+    /// The user who made it; `None` for keys made by the command line (they act as owner).
+    pub created_by: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
@@ -313,4 +317,5 @@ mod tests {
     }
 }
 
+pub mod accounts;
 pub mod vault;

@@ -10,14 +10,19 @@ use axum::Router;
 use memvault_actors::{RegistryArgs, Workspaces};
 use tokio::net::TcpListener;
 
-use crate::config::{Settings, Switch};
+use crate::billing::signature::WebhookSecret;
+use crate::billing::{BillingProvider, HostedConfig, HostedProvider, LocalProvider};
+use crate::config::{BillingKind, Settings, Switch};
 use crate::embedding::{Embedder, Embeddings, LocalEmbedder, RemoteEmbedder};
+use crate::http::web::WebConfig;
 use crate::http::{self, AppState};
 use crate::judge::{HeuristicJudge, LlmJudge, UpdateJudge};
 use crate::llm::{ChatClient, LlmExtractor};
 use crate::ocr::TesseractOcr;
 use crate::search::vectors::VectorConfig;
 use crate::search::SearchEngine;
+use crate::services::accounts::AccountsConfig;
+use crate::services::billing::BillingService;
 use crate::services::memories::{MemoryDeps, NoteJobs, Tuning};
 use crate::services::vault::{FetchPolicy, OfflineExtractor, VaultDeps, VaultService};
 use crate::services::{AccountsService, MemoryService};
@@ -271,11 +276,37 @@ impl Application {
             tracing::info!(documents = resumed, "unfinished documents resumed");
         }
 
+        let public_url = match settings.public_url.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(raw) => Some(
+                url::Url::parse(raw).with_context(|| format!("public_url '{raw}' is not a URL"))?,
+            ),
+        };
+        let accounts = AccountsService::new(
+            store.clone(),
+            Some(workspaces.clone()),
+            accounts_config(settings),
+        );
+        let (provider, webhook_secret) = billing_provider(settings, store.clone())?;
+        let billing = Arc::new(BillingService::new(
+            store.clone(),
+            Some(workspaces.clone()),
+            provider,
+            settings.plan_table(),
+            webhook_secret,
+            settings.billing_webhook_tolerance_secs,
+        ));
         let state = AppState {
-            accounts: AccountsService::new(store.clone(), Some(workspaces.clone())),
+            billing,
+            accounts,
             memories: memories.clone(),
             vault: vault.clone(),
             store: store.clone(),
+            web: WebConfig {
+                public_url,
+                session_max_age_secs: chrono::Duration::days(settings.session_ttl_days as i64)
+                    .num_seconds(),
+            },
         };
         let router = http::app(
             state,
@@ -358,9 +389,13 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(address = %self.local_addr(), "memvault listening");
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await?;
+        axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await?;
         tracing::info!("in-flight requests finished, stopping");
         self.ingestion.stop();
         for actor in &self.background {
@@ -370,6 +405,64 @@ impl Application {
         let _ = self.registry.await;
         self.store.close().await;
         Ok(())
+    }
+}
+
+/// The configured billing provider and, for a hosted one, its webhook secret. A hosted
+/// provider with a missing setting stops start-up with a message naming it.
+pub fn billing_provider(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+) -> anyhow::Result<(Arc<dyn BillingProvider>, Option<WebhookSecret>)> {
+    match settings.billing_provider {
+        BillingKind::Local => Ok((Arc::new(LocalProvider::new(store)), None)),
+        BillingKind::Hosted => {
+            let required = |name: &str, value: &Option<String>| -> anyhow::Result<String> {
+                value
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+                    .with_context(|| {
+                        format!(
+                            "billing_provider is hosted but {name} is not set (MEMVAULT_{})",
+                            name.to_uppercase()
+                        )
+                    })
+            };
+            let base_url = required("billing_url", &settings.billing_url)?;
+            url::Url::parse(&base_url)
+                .with_context(|| format!("billing_url '{base_url}' is not a URL"))?;
+            let api_key = required("billing_key", &settings.billing_key)?;
+            let secret = required("billing_webhook_secret", &settings.billing_webhook_secret)?;
+            let secret = WebhookSecret::parse(&secret)
+                .map_err(|e| anyhow::anyhow!("billing_webhook_secret: {e}"))?;
+            let products = &settings.billing_products;
+            if products.hobby.is_none() && products.pro.is_none() && products.ultimate.is_none() {
+                anyhow::bail!(
+                    "billing_provider is hosted but no billing_products are set \
+                     (MEMVAULT_BILLING_PRODUCTS__PRO=... and the like)"
+                );
+            }
+            let provider = HostedProvider::new(HostedConfig {
+                base_url,
+                api_key,
+                hobby: products.hobby.clone(),
+                pro: products.pro.clone(),
+                ultimate: products.ultimate.clone(),
+            })?;
+            Ok((Arc::new(provider), Some(secret)))
+        }
+    }
+}
+
+/// The accounts settings.
+pub fn accounts_config(settings: &Settings) -> AccountsConfig {
+    AccountsConfig {
+        session_ttl: chrono::Duration::days(settings.session_ttl_days.clamp(1, 3650) as i64),
+        invitation_ttl: chrono::Duration::days(settings.invitation_ttl_days.clamp(1, 365) as i64),
+        sign_in_per_minute: settings.sign_in_per_minute,
+        password_memory_kib: settings.password_memory_kib,
     }
 }
 

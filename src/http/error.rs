@@ -62,11 +62,17 @@ impl IntoResponse for Error {
             Error::NotFound(_) => (StatusCode::NOT_FOUND, self.to_string(), None),
             Error::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, self.to_string(), None),
             Error::Conflict(_) => (StatusCode::CONFLICT, self.to_string(), None),
+            Error::Gone(_) => (StatusCode::GONE, self.to_string(), None),
             Error::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, self.to_string(), None),
             Error::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, self.to_string(), None)
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string(), None),
+            Error::Upstream(_) => (
+                StatusCode::BAD_GATEWAY,
+                "an upstream service (the billing provider) failed; retry shortly".to_string(),
+                Some(self.to_string()),
+            ),
             Error::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the service is temporarily unavailable; retry shortly".to_string(),

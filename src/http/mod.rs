@@ -1,18 +1,21 @@
 //! The HTTP adapter: routing, the envelope every response goes through, and thin handlers that
 //! call the services.
 
+pub mod accounts;
+pub mod billing;
 pub mod error;
 pub mod extract;
 pub mod health;
 pub mod memories;
 pub mod openapi;
 pub mod vault;
+pub mod web;
 
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, patch, post};
 use axum::{middleware, Router};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -34,6 +37,8 @@ pub struct AppState {
     pub memories: MemoryService,
     pub vault: Arc<VaultService>,
     pub store: Arc<dyn Store>,
+    pub web: web::WebConfig,
+    pub billing: Arc<crate::services::billing::BillingService>,
 }
 
 /// The API routes, without layers.
@@ -41,6 +46,54 @@ fn routes(max_upload_bytes: usize) -> Router<AppState> {
     // A multipart upload may be as large as the upload limit (plus its form fields).
     let upload = post(vault::upload).layer(DefaultBodyLimit::max(max_upload_bytes + 64 * 1024));
     Router::new()
+        .route("/api/subscription/current", get(billing::current))
+        .route("/api/subscription/checkout", post(billing::checkout))
+        .route("/api/subscription/portal", post(billing::portal))
+        .route("/api/subscription/change-plan", post(billing::change_plan))
+        .route("/api/webhooks/billing", post(billing::webhook))
+        .route("/billing/checkout/{id}", get(billing::checkout_form))
+        .route(
+            "/billing/checkout/{id}/confirm",
+            post(billing::checkout_confirm),
+        )
+        .route("/billing/portal/{workspace_id}", get(billing::portal_page))
+        .route(
+            "/billing/portal/{workspace_id}/plan",
+            post(billing::portal_change),
+        )
+        .route("/api/auth/sign-up", post(accounts::sign_up))
+        .route("/api/auth/sign-in", post(accounts::sign_in))
+        .route("/api/auth/sign-out", post(accounts::sign_out))
+        .route("/api/auth/session", get(accounts::session))
+        .route(
+            "/api/workspaces",
+            get(accounts::list_workspaces).post(accounts::create_workspace),
+        )
+        .route("/api/workspaces/{workspace_id}/team", get(accounts::team))
+        .route(
+            "/api/workspaces/{workspace_id}/members/{member_id}",
+            patch(accounts::change_role).delete(accounts::remove_member),
+        )
+        .route(
+            "/api/workspaces/{workspace_id}/invitations",
+            post(accounts::invite),
+        )
+        .route(
+            "/api/workspaces/{workspace_id}/invitations/{invitation_id}",
+            delete(accounts::revoke_invitation),
+        )
+        .route(
+            "/api/invitations/{token}/accept",
+            post(accounts::accept_invitation),
+        )
+        .route(
+            "/api/workspaces/{workspace_id}/api-keys",
+            get(accounts::list_keys).post(accounts::create_key),
+        )
+        .route(
+            "/api/workspaces/{workspace_id}/api-keys/{key_id}",
+            delete(accounts::revoke_key),
+        )
         .route(
             "/api/context-vault/vaults",
             get(vault::list_vaults).post(vault::create_vault),

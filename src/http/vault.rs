@@ -17,11 +17,11 @@ use crate::services::vault::{
     VaultCreated, VaultFeedbackInput, VaultList, VaultMemoryList, VaultParams, VaultSearchParams,
     VaultSearchResults,
 };
-use crate::services::Caller;
+use crate::services::Principal;
 
 /// The vaults of the workspace (the default one is made on first use).
 #[utoipa::path(get, path = "/api/context-vault/vaults", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "the vaults, oldest first", body = VaultList),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
@@ -30,20 +30,17 @@ use crate::services::Caller;
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn list_vaults(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<VaultList>, Error> {
     Ok(Json(
-        state
-            .vault
-            .list_vaults(&caller, params.workspace_id)
-            .await?,
+        state.vault.list_vaults(&who, params.workspace_id).await?,
     ))
 }
 
 /// Creates a named vault.
 #[utoipa::path(post, path = "/api/context-vault/vaults", tag = "context vault", request_body = CreateVault,
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 201, description = "created", body = VaultCreated),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
@@ -54,12 +51,12 @@ pub async fn list_vaults(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn create_vault(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiJson(input): ApiJson<CreateVault>,
 ) -> Result<(StatusCode, Json<VaultCreated>), Error> {
     Ok((
         StatusCode::CREATED,
-        Json(state.vault.create_vault(&caller, input).await?),
+        Json(state.vault.create_vault(&who, input).await?),
     ))
 }
 
@@ -68,7 +65,7 @@ pub async fn create_vault(
 /// the background.
 #[utoipa::path(post, path = "/api/context-vault/documents/upload", tag = "context vault",
     request_body(content_type = "multipart/form-data", description = "file and fields"),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 202, description = "accepted", body = DocumentAccepted),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
@@ -80,7 +77,7 @@ pub async fn create_vault(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn upload(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     mut form: Multipart,
 ) -> Result<(StatusCode, Json<DocumentAccepted>), Error> {
     let mut input = UploadInput::default();
@@ -107,7 +104,7 @@ pub async fn upload(
     }
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.vault.upload(&caller, input).await?),
+        Json(state.vault.upload(&who, input).await?),
     ))
 }
 
@@ -125,7 +122,7 @@ fn multipart_error(error: axum::extract::multipart::MultipartError) -> Error {
 /// Queues a text document (`sourceType` `text` or `markdown`, with `content`) or a URL
 /// (`url` or `remote_file`, with `url`; fetched now, stored before the 202).
 #[utoipa::path(post, path = "/api/context-vault/documents", tag = "context vault", request_body = CreateDocument,
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 202, description = "accepted", body = DocumentAccepted),
         (status = 400, description = "invalid field (named in `error`), or the URL was refused or could not be fetched", body = ErrorBody),
@@ -135,18 +132,18 @@ fn multipart_error(error: axum::extract::multipart::MultipartError) -> Error {
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn create_document(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiJson(input): ApiJson<CreateDocument>,
 ) -> Result<(StatusCode, Json<DocumentAccepted>), Error> {
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.vault.create_document(&caller, input).await?),
+        Json(state.vault.create_document(&who, input).await?),
     ))
 }
 
 /// The documents of a vault, newest first.
 #[utoipa::path(get, path = "/api/context-vault/documents", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses((status = 200, description = "documents", body = DocumentList),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
         (status = 403, description = "another workspace", body = ErrorBody),
@@ -154,15 +151,15 @@ pub async fn create_document(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn list_documents(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentList>, Error> {
-    Ok(Json(state.vault.list_documents(&caller, params).await?))
+    Ok(Json(state.vault.list_documents(&who, params).await?))
 }
 
 /// A document: status, phase, progress, attempts, error, and its status history.
 #[utoipa::path(get, path = "/api/context-vault/documents/{id}", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "the document", body = DocumentDetail),
         (status = 404, description = "no such document in this workspace", body = ErrorBody),
@@ -172,22 +169,19 @@ pub async fn list_documents(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn get_document(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentDetail>, Error> {
     Ok(Json(
-        state
-            .vault
-            .document(&caller, &id, params.workspace_id)
-            .await?,
+        state.vault.document(&who, &id, params.workspace_id).await?,
     ))
 }
 
 /// Deletes a document, its chunks and citations. Memories cited only by it are deleted; those
 /// also cited by another document are kept.
 #[utoipa::path(delete, path = "/api/context-vault/documents/{id}", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "deleted", body = DocumentDeleted),
         (status = 404, description = "no such document in this workspace", body = ErrorBody),
@@ -197,21 +191,21 @@ pub async fn get_document(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn delete_document(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentDeleted>, Error> {
     Ok(Json(
         state
             .vault
-            .delete_document(&caller, &id, params.workspace_id)
+            .delete_document(&who, &id, params.workspace_id)
             .await?,
     ))
 }
 
 /// The memories extracted from a document, with their evidence.
 #[utoipa::path(get, path = "/api/context-vault/documents/{id}/memories", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "memories", body = DocumentMemories),
         (status = 404, description = "no such document in this workspace", body = ErrorBody),
@@ -221,18 +215,18 @@ pub async fn delete_document(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn document_memories(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentMemories>, Error> {
     Ok(Json(
-        state.vault.document_memories(&caller, &id, params).await?,
+        state.vault.document_memories(&who, &id, params).await?,
     ))
 }
 
 /// Stops a pending, processing or retrying document: status `cancelled`.
 #[utoipa::path(post, path = "/api/context-vault/documents/{id}/cancel", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "cancelled", body = DocumentDetail),
         (status = 404, description = "no such document", body = ErrorBody),
@@ -243,21 +237,18 @@ pub async fn document_memories(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn cancel_document(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentDetail>, Error> {
     Ok(Json(
-        state
-            .vault
-            .cancel(&caller, &id, params.workspace_id)
-            .await?,
+        state.vault.cancel(&who, &id, params.workspace_id).await?,
     ))
 }
 
 /// Runs a failed or cancelled document again, from its last finished phase.
 #[utoipa::path(post, path = "/api/context-vault/documents/{id}/retry", tag = "context vault", params(VaultParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "queued again", body = DocumentDetail),
         (status = 404, description = "no such document", body = ErrorBody),
@@ -268,19 +259,19 @@ pub async fn cancel_document(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn retry_document(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentDetail>, Error> {
     Ok(Json(
-        state.vault.retry(&caller, &id, params.workspace_id).await?,
+        state.vault.retry(&who, &id, params.workspace_id).await?,
     ))
 }
 
 /// Ranked passages (`documents`), ranked memories with evidence (`memories`), or both in two
 /// lists (`hybrid`). No synthesised answer.
 #[utoipa::path(get, path = "/api/context-vault/search", tag = "context vault", params(VaultSearchParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "results", body = VaultSearchResults),
         (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
@@ -290,15 +281,15 @@ pub async fn retry_document(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn search(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiQuery(params): ApiQuery<VaultSearchParams>,
 ) -> Result<Json<VaultSearchResults>, Error> {
-    Ok(Json(state.vault.search(&caller, params).await?))
+    Ok(Json(state.vault.search(&who, params).await?))
 }
 
 /// Browses extracted and curated memories of a vault, newest first.
 #[utoipa::path(get, path = "/api/context-vault/memories", tag = "context vault", params(BrowseParams),
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "memories", body = VaultMemoryList),
         (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
@@ -308,16 +299,16 @@ pub async fn search(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn browse(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiQuery(params): ApiQuery<BrowseParams>,
 ) -> Result<Json<VaultMemoryList>, Error> {
-    Ok(Json(state.vault.browse(&caller, params).await?))
+    Ok(Json(state.vault.browse(&who, params).await?))
 }
 
 /// Adds a curated company fact (1 to 800 characters). An equal fact in the same scope and
 /// project is returned as it is (200) instead of being stored twice.
 #[utoipa::path(post, path = "/api/context-vault/memories", tag = "context vault", request_body = CreateCompanyFact,
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 201, description = "created", body = CompanyFactCreated),
         (status = 200, description = "an equal fact already exists", body = CompanyFactCreated),
@@ -328,10 +319,10 @@ pub async fn browse(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn add_fact(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     ApiJson(input): ApiJson<CreateCompanyFact>,
 ) -> Result<Response, Error> {
-    let (created, new) = state.vault.add_fact(&caller, input).await?;
+    let (created, new) = state.vault.add_fact(&who, input).await?;
     let status = if new {
         StatusCode::CREATED
     } else {
@@ -343,7 +334,7 @@ pub async fn add_fact(
 /// Rates a vault memory: `helpful`, `not_helpful`, `outdated` or `wrong` (the last two take it
 /// out of search).
 #[utoipa::path(post, path = "/api/context-vault/memories/{id}/feedback", tag = "context vault", request_body = VaultFeedbackInput,
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "recorded", body = Success),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
@@ -354,10 +345,10 @@ pub async fn add_fact(
         (status = 500, description = "server error (with errorId)", body = ErrorBody)))]
 pub async fn feedback(
     State(state): State<AppState>,
-    caller: Caller,
+    who: Principal,
     Path(id): Path<String>,
     OptionalJson(input): OptionalJson<VaultFeedbackInput>,
 ) -> Result<Json<Success>, Error> {
-    state.vault.feedback(&caller, &id, input).await?;
+    state.vault.feedback(&who, &id, input).await?;
     Ok(Json(Success { success: true }))
 }

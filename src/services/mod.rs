@@ -1,7 +1,9 @@
 //! Services: one per domain, the only place where rules live. The HTTP handlers (and, later,
 //! the MCP tools) are thin adapters over these.
 
+pub mod access;
 pub mod accounts;
+pub mod billing;
 pub mod memories;
 pub mod validate;
 pub mod vault;
@@ -12,7 +14,10 @@ use memvault_actors::{Admission, EndpointClass, RateStatus, SavePermit, Workspac
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::model::accounts::Role;
+use crate::model::Source;
 
+pub use access::Gate;
 pub use accounts::AccountsService;
 pub use memories::MemoryService;
 
@@ -32,22 +37,58 @@ impl RateSlot {
     }
 }
 
-/// Who is calling: an authenticated API key, bound to one workspace for life.
+/// How a request authenticated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Identity {
+    /// An API key: bound to one workspace for life, acting with its role.
+    Key {
+        key_id: Uuid,
+        workspace_id: Uuid,
+        role: Role,
+        /// The user who made the key (`None`: the command line).
+        made_by: Option<Uuid>,
+    },
+    /// A signed-in user (session cookie): acts in any workspace they are a member of.
+    User { user_id: Uuid, session_id: Uuid },
+}
+
+/// Who is calling, as the adapter authenticated them; not yet tied to a workspace.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub identity: Identity,
+    /// Where the request's rate-limit status lands.
+    pub rate: RateSlot,
+    /// Recorded on memories this caller saves (`api` for keys over REST, `web` for the
+    /// dashboard's cookie, `mcp` for MCP tools).
+    pub source: Source,
+}
+
+impl Principal {
+    pub fn user_id(&self) -> Option<Uuid> {
+        match &self.identity {
+            Identity::User { user_id, .. } => Some(*user_id),
+            Identity::Key { .. } => None,
+        }
+    }
+}
+
+/// A caller acting in one workspace with one role, as [`Gate::enter`] admitted them.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub workspace_id: Uuid,
-    pub key_id: Uuid,
-    /// Recorded as `userId` on what this caller saves.
+    pub role: Role,
+    /// Recorded as `userId` on what this caller saves: the user's id, or `key:<id>` for keys.
     pub user_id: String,
     pub rate: RateSlot,
+    pub source: Source,
 }
 
 impl Caller {
-    /// A request may name its workspace, but never another one than its key's.
+    /// A request may name its workspace more than once (query and body); never two.
     pub fn check_workspace(&self, requested: Option<Uuid>) -> Result<()> {
         match requested {
             Some(id) if id != self.workspace_id => Err(Error::Forbidden(
-                "this API key is bound to another workspace".to_string(),
+                "workspaceId names another workspace than this request's".to_string(),
             )),
             _ => Ok(()),
         }

@@ -5,6 +5,8 @@
 //! microseconds, "no scope" and "no project" are the empty string (so that unique indexes see
 //! them), booleans are booleans.
 
+pub mod accounts;
+mod accounts_sql;
 mod sql;
 pub mod vault;
 mod vault_sql;
@@ -68,8 +70,9 @@ pub struct IndexedMemory {
 }
 
 #[async_trait]
-/// Memories, workspaces and jobs here; the Context Vault's part in [`vault::VaultStore`].
-pub trait Store: vault::VaultStore + Send + Sync + 'static {
+/// Memories, workspaces and jobs here; the Context Vault's part in [`vault::VaultStore`], users,
+/// members, keys and billing in [`accounts::AccountStore`].
+pub trait Store: vault::VaultStore + accounts::AccountStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
     async fn ping(&self) -> StoreResult<()>;
     async fn close(&self);
@@ -85,7 +88,6 @@ pub trait Store: vault::VaultStore + Send + Sync + 'static {
     async fn set_plan(&self, id: Uuid, plan: Plan) -> StoreResult<bool>;
     async fn workspace_count(&self) -> StoreResult<i64>;
     async fn count_current_memories(&self, workspace_id: Uuid) -> StoreResult<i64>;
-    async fn api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
     async fn touch_api_key(&self, id: Uuid, at_micros: i64) -> StoreResult<()>;
 
     // Memories. Every read and write is confined to one lane.

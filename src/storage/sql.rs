@@ -187,31 +187,6 @@ impl TryFrom<WorkspaceRow> for Workspace {
     }
 }
 
-#[derive(FromRow)]
-struct ApiKeyRow {
-    id: Uuid,
-    workspace_id: Uuid,
-    name: String,
-    prefix: String,
-    created_at: i64,
-    last_used_at: Option<i64>,
-    revoked_at: Option<i64>,
-}
-
-impl From<ApiKeyRow> for ApiKey {
-    fn from(row: ApiKeyRow) -> Self {
-        ApiKey {
-            id: row.id,
-            workspace_id: row.workspace_id,
-            name: row.name,
-            prefix: row.prefix,
-            created_at: from_micros(row.created_at),
-            last_used_at: row.last_used_at.map(from_micros),
-            revoked_at: row.revoked_at.map(from_micros),
-        }
-    }
-}
-
 /// `%`, `_` and `\` escaped for `LIKE ... ESCAPE '\'`, wrapped for a substring match.
 fn like_pattern(needle: &str) -> String {
     let mut pattern = String::with_capacity(needle.len() + 2);
@@ -515,17 +490,6 @@ macro_rules! sql_store {
                 .bind(workspace_id)
                 .fetch_one(&self.pool)
                 .await?)
-            }
-
-            async fn api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>> {
-                Ok(sqlx::query_as::<$db, ApiKeyRow>(
-                    "SELECT id, workspace_id, name, prefix, created_at, last_used_at, revoked_at \
-                     FROM api_keys WHERE key_hash = $1",
-                )
-                .bind(key_hash)
-                .fetch_optional(&self.pool)
-                .await?
-                .map(ApiKey::from))
             }
 
             async fn touch_api_key(&self, id: Uuid, at_micros: i64) -> StoreResult<()> {

@@ -134,6 +134,11 @@ impl Server {
             .env("MEMVAULT_LISTEN", "127.0.0.1:0")
             .env("MEMVAULT_LOG_FORMAT", "json")
             .env("MEMVAULT_RATE_LIMITS", "off")
+            .env("MEMVAULT_BILLING_KEY", "sk_live_do_not_log_me")
+            .env(
+                "MEMVAULT_BILLING_WEBHOOK_SECRET",
+                "whsec_ZG8gbm90IGxvZyBtZQ==",
+            )
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
@@ -187,7 +192,11 @@ async fn serve_guides_a_newcomer_logs_json_and_stops_gracefully_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start(&db, dir.path());
     let config = server.wait_for("effective configuration");
-    assert!(!config.contains("secret"), "{config}");
+    // Secrets are masked in the logged configuration.
+    for secret in ["sk_live_do_not_log_me", "ZG8gbm90IGxvZyBtZQ"] {
+        assert!(!config.contains(secret), "{config}");
+    }
+    assert!(config.contains(r#"\"billing_key\":\"***\""#), "{config}");
     let hint = server.wait_for("no workspace yet");
     assert!(hint.contains("memvault admin create-workspace"), "{hint}");
     let listening: Value =

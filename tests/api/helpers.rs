@@ -163,7 +163,11 @@ pub async fn spawn_with_faults(
     faults: Option<Arc<dyn memvault_pipelines::pipeline::Faults>>,
 ) -> TestApp {
     let mut app = start_server(db, settings, faults).await;
-    let accounts = AccountsService::new(app.store.clone(), Some(app.workspaces.clone()));
+    let accounts = AccountsService::new(
+        app.store.clone(),
+        Some(app.workspaces.clone()),
+        Default::default(),
+    );
     let (workspace, api_key) = accounts
         .create_workspace("Test Workspace", None)
         .await
@@ -230,7 +234,11 @@ impl TestApp {
 
     /// Another workspace with its own key.
     pub async fn other_workspace(&self, plan: Option<Plan>) -> (Uuid, String) {
-        let accounts = AccountsService::new(self.store.clone(), Some(self.workspaces.clone()));
+        let accounts = AccountsService::new(
+            self.store.clone(),
+            Some(self.workspaces.clone()),
+            Default::default(),
+        );
         let (workspace, key) = accounts
             .create_workspace("Other Workspace", plan)
             .await
@@ -239,10 +247,14 @@ impl TestApp {
     }
 
     pub async fn set_plan(&self, plan: Plan) {
-        AccountsService::new(self.store.clone(), Some(self.workspaces.clone()))
-            .set_plan(self.workspace_id, plan)
-            .await
-            .expect("set plan");
+        AccountsService::new(
+            self.store.clone(),
+            Some(self.workspaces.clone()),
+            Default::default(),
+        )
+        .set_plan(self.workspace_id, plan)
+        .await
+        .expect("set plan");
     }
 
     /// Sends a request with this app's key.
@@ -367,4 +379,137 @@ pub async fn assert_error(response: Response, status: u16, needle: &str) -> Valu
         "errorId only on 5xx: {body}"
     );
     body
+}
+
+/// A signed-in user: their session cookie, and the workspace sign-up made for them.
+#[derive(Debug, Clone)]
+pub struct TestUser {
+    pub email: String,
+    pub user_id: Uuid,
+    /// `memvault.session_token=...`, ready for a `Cookie` header.
+    pub cookie: String,
+    /// The workspace sign-up made (they own it).
+    pub workspace_id: Uuid,
+}
+
+pub const TEST_PASSWORD: &str = "correct horse battery";
+
+/// The `name=value` part of a `Set-Cookie` header.
+pub fn session_cookie_of(response: &Response) -> String {
+    let set = response
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a Set-Cookie header");
+    set.split(';').next().unwrap().trim().to_string()
+}
+
+impl TestApp {
+    /// Signs up `email` (with [`TEST_PASSWORD`]) and returns the signed-in user.
+    pub async fn sign_up(&self, email: &str) -> TestUser {
+        let response = self
+            .client
+            .post(self.url("/api/auth/sign-up"))
+            .json(&serde_json::json!({
+                "email": email,
+                "password": TEST_PASSWORD,
+                "name": email.split('@').next().unwrap(),
+            }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "sign-up of {email}");
+        let cookie = session_cookie_of(&response);
+        let body: Value = response.json().await.unwrap();
+        TestUser {
+            email: email.to_string(),
+            user_id: body["user"]["id"].as_str().unwrap().parse().unwrap(),
+            cookie,
+            workspace_id: body["workspaces"][0]["id"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap(),
+        }
+    }
+
+    /// A request as a signed-in user: their cookie, and this server's `Origin` (as a browser
+    /// on the dashboard sends).
+    pub fn as_user(&self, user: &TestUser, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .header("Cookie", &user.cookie)
+            .header("Origin", &self.address)
+    }
+
+    /// A request with a given API key.
+    pub fn with_key(&self, key: &str, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .header("X-API-Key", key)
+    }
+
+    /// Makes `member` a member of `owner`'s workspace with `role` (invite, then accept).
+    pub async fn add_member(
+        &self,
+        owner: &TestUser,
+        workspace_id: Uuid,
+        member: &TestUser,
+        role: &str,
+    ) -> Uuid {
+        let (status, invited) = json_of(
+            self.as_user(
+                owner,
+                Method::POST,
+                &format!("/api/workspaces/{workspace_id}/invitations"),
+            )
+            .json(&serde_json::json!({"email": member.email, "role": role}))
+            .send()
+            .await
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 201, "invite: {invited}");
+        let token = invited["token"].as_str().unwrap();
+        let (status, accepted) = json_of(
+            self.as_user(
+                member,
+                Method::POST,
+                &format!("/api/invitations/{token}/accept"),
+            )
+            .send()
+            .await
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "accept: {accepted}");
+        accepted["member"]["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Creates an API key in `workspace_id` as `user`, with `role` (or the user's own).
+    pub async fn create_key(
+        &self,
+        user: &TestUser,
+        workspace_id: Uuid,
+        role: Option<&str>,
+    ) -> String {
+        let mut body = serde_json::json!({"name": "test key"});
+        if let Some(role) = role {
+            body["role"] = Value::from(role);
+        }
+        let (status, created) = json_of(
+            self.as_user(
+                user,
+                Method::POST,
+                &format!("/api/workspaces/{workspace_id}/api-keys"),
+            )
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 201, "create key: {created}");
+        created["key"].as_str().unwrap().to_string()
+    }
 }

@@ -5,7 +5,9 @@
 
 mod helpers;
 
+mod accounts;
 mod actors;
+mod billing;
 mod cli;
 mod corpus;
 mod envelope;

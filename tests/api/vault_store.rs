@@ -41,6 +41,8 @@ async fn add_workspace(store: &Arc<dyn Store>) -> Uuid {
         workspace_id: id,
         name: "default".to_string(),
         prefix: format!("mv_{}", &id.simple().to_string()[..8]),
+        role: memvault::model::accounts::Role::Owner,
+        created_by: None,
         created_at,
         last_used_at: None,
         revoked_at: None,

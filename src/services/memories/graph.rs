@@ -21,8 +21,9 @@ use uuid::Uuid;
 use super::{int_param, lane, MemoryService};
 use crate::embedding::cosine;
 use crate::error::{Error, Result};
+use crate::model::accounts::Need;
 use crate::model::{now, ListFilter, Memory};
-use crate::services::{admit, Caller};
+use crate::services::{admit, Principal};
 use crate::text::specifics::specifics;
 
 pub const DEFAULT_GRAPH_NODES: i64 = 100;
@@ -94,9 +95,12 @@ pub struct Graph {
 
 impl MemoryService {
     /// `GET /api/memories/graph`.
-    pub async fn graph(&self, caller: &Caller, params: GraphParams) -> Result<Graph> {
+    pub async fn graph(&self, who: &Principal, params: GraphParams) -> Result<Graph> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let limit = int_param(
             "limit",

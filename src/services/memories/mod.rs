@@ -15,13 +15,14 @@ use crate::config::Fusion;
 use crate::embedding::{EmbedError, Embeddings};
 use crate::error::{Error, Result};
 use crate::judge::UpdateJudge;
+use crate::model::accounts::Need;
 use crate::model::{
     content_hash, normalize, now, to_micros, Category, Embedded, FieldPatch, Lane, ListFilter,
     Memory, NewMemory, Rating, Source,
 };
 use crate::search::{Filter, SearchEngine, SearchError};
 use crate::services::validate::*;
-use crate::services::{admit, Caller};
+use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::{FeedbackRecord, Store, Superseded};
 use crate::text::specifics::specifics;
 
@@ -346,6 +347,7 @@ pub struct MemoryService {
     judge: Arc<dyn UpdateJudge>,
     tuning: Tuning,
     jobs: notes::JobsSlot,
+    gate: Gate,
 }
 
 /// Nearest memories looked at when saving (near-duplicates and supersession candidates).
@@ -354,6 +356,7 @@ const SAVE_NEIGHBOURS: usize = 5;
 impl MemoryService {
     pub fn new(deps: MemoryDeps) -> Self {
         MemoryService {
+            gate: Gate::new(deps.store.clone()),
             store: deps.store,
             workspaces: deps.workspaces,
             embeddings: deps.embeddings,
@@ -436,14 +439,13 @@ impl MemoryService {
 
     /// `POST /api/memories`: a short memory is saved at once (201); a long note is accepted as
     /// a job that splits it into atomic memories (202).
-    pub async fn create(
-        &self,
-        caller: &Caller,
-        input: CreateMemory,
-        source: Source,
-    ) -> Result<CreateOutcome> {
-        // Every request counts, valid or not. A new version (`supersedes`) leaves the count of
-        // current memories unchanged, so only a plain save reserves a memory slot.
+    pub async fn create(&self, who: &Principal, input: CreateMemory) -> Result<CreateOutcome> {
+        let caller = &self
+            .gate
+            .enter(who, input.workspace_id, Need::Write)
+            .await?;
+        // Every request admitted counts, valid or not. A new version (`supersedes`) leaves the
+        // count of current memories unchanged, so only a plain save reserves a memory slot.
         let permit = admit(
             &self.workspaces,
             caller,
@@ -451,8 +453,7 @@ impl MemoryService {
             input.supersedes.is_none(),
         )
         .await?;
-        caller.check_workspace(input.workspace_id)?;
-        let draft = self.draft(caller, &input, source)?;
+        let draft = self.draft(caller, &input, caller.source)?;
         if draft.infer
             && draft.supersedes.is_none()
             && chars(&draft.memory.content) > self.tuning.long_note_chars
@@ -685,9 +686,12 @@ impl MemoryService {
     }
 
     /// `GET /api/memories`.
-    pub async fn list(&self, caller: &Caller, params: ListParams) -> Result<MemoryList> {
+    pub async fn list(&self, who: &Principal, params: ListParams) -> Result<MemoryList> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_LIST_LIMIT, 1, 100)?;
         let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
@@ -725,9 +729,12 @@ impl MemoryService {
     }
 
     /// `GET /api/memories/{id}`.
-    pub async fn get(&self, caller: &Caller, id: &str, params: ScopeParams) -> Result<MemoryView> {
+    pub async fn get(&self, who: &Principal, id: &str, params: ScopeParams) -> Result<MemoryView> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
         let memory = self
@@ -741,13 +748,16 @@ impl MemoryService {
     /// `PATCH /api/memories/{id}`.
     pub async fn update(
         &self,
-        caller: &Caller,
+        who: &Principal,
         id: &str,
         params: ScopeParams,
         input: UpdateMemory,
     ) -> Result<MemoryView> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
@@ -843,9 +853,12 @@ impl MemoryService {
     }
 
     /// `DELETE /api/memories/{id}`: soft-deletes this one memory.
-    pub async fn delete(&self, caller: &Caller, id: &str, params: ScopeParams) -> Result<Success> {
+    pub async fn delete(&self, who: &Principal, id: &str, params: ScopeParams) -> Result<Success> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
         let was_current = self
@@ -863,13 +876,16 @@ impl MemoryService {
     /// `POST /api/memories/{id}/forget`: soft-deletes the whole chain.
     pub async fn forget(
         &self,
-        caller: &Caller,
+        who: &Principal,
         id: &str,
         params: ScopeParams,
         input: ForgetInput,
     ) -> Result<Success> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
         if input
@@ -906,9 +922,12 @@ impl MemoryService {
     }
 
     /// `GET /api/memories/{id}/history`.
-    pub async fn history(&self, caller: &Caller, id: &str, params: ScopeParams) -> Result<History> {
+    pub async fn history(&self, who: &Principal, id: &str, params: ScopeParams) -> Result<History> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
         let memory = self
@@ -931,13 +950,16 @@ impl MemoryService {
     /// `POST /api/memories/{id}/feedback`.
     pub async fn feedback(
         &self,
-        caller: &Caller,
+        who: &Principal,
         id: &str,
         params: ScopeParams,
         input: FeedbackInput,
     ) -> Result<Success> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;

@@ -18,8 +18,9 @@ use uuid::Uuid;
 
 use super::{Draft, MemoryService, MemoryView, SaveStatus};
 use crate::error::{Error, Result};
+use crate::model::accounts::Need;
 use crate::model::{now, Category, JobRecord, Lane, NewMemory, Source};
-use crate::services::{admit, Caller};
+use crate::services::{admit, Caller, Principal};
 use memvault_actors::EndpointClass;
 
 /// Job states, as stored and shown.
@@ -141,7 +142,13 @@ impl MemoryService {
     }
 
     /// `GET /api/memories/jobs/{jobId}`.
-    pub async fn job(&self, caller: &Caller, id: &str) -> Result<JobView> {
+    pub async fn job(
+        &self,
+        who: &Principal,
+        id: &str,
+        workspace_id: Option<Uuid>,
+    ) -> Result<JobView> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let not_found = || Error::NotFound("job not found".to_string());
         let id = Uuid::parse_str(id).map_err(|_| not_found())?;

@@ -20,8 +20,9 @@ use uuid::Uuid;
 
 use super::{lane, project, MemoryService};
 use crate::error::Result;
+use crate::model::accounts::Need;
 use crate::model::{now, Category, Lane, ListFilter};
-use crate::services::{admit, Caller};
+use crate::services::{admit, Principal};
 
 /// The window of the dynamic part.
 pub const DYNAMIC_DAYS: i64 = 14;
@@ -50,9 +51,12 @@ pub struct Profile {
 
 impl MemoryService {
     /// `GET /api/memories/profile`.
-    pub async fn profile(&self, caller: &Caller, params: ProfileParams) -> Result<Profile> {
+    pub async fn profile(&self, who: &Principal, params: ProfileParams) -> Result<Profile> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let project = params
             .project

@@ -11,9 +11,10 @@ use super::{
     MemoryListItem, MemoryService,
 };
 use crate::error::{Error, Result};
+use crate::model::accounts::Need;
 use crate::model::{now, to_micros};
 use crate::search::{Filter, Mode, Query};
-use crate::services::{admit, Caller};
+use crate::services::{admit, Principal};
 use memvault_actors::EndpointClass;
 
 pub const MAX_QUERY_CHARS: usize = 1_000;
@@ -61,9 +62,12 @@ pub struct SearchResults {
 
 impl MemoryService {
     /// `GET /api/memories/search`.
-    pub async fn search(&self, caller: &Caller, params: SearchParams) -> Result<SearchResults> {
+    pub async fn search(&self, who: &Principal, params: SearchParams) -> Result<SearchResults> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let q = params
             .q

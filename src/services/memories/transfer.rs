@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use super::{embed_error, CreateMemory, MemoryService, MemoryView, SaveStatus};
 use crate::error::{Error, Result};
+use crate::model::accounts::Role;
 use crate::model::{Embedded, Source};
 use crate::services::{Caller, RateSlot};
 
@@ -80,9 +81,10 @@ impl MemoryService {
             .ok_or_else(|| Error::NotFound(format!("workspace {workspace_id} not found")))?;
         let caller = Caller {
             workspace_id,
-            key_id: Uuid::nil(),
+            role: Role::Owner,
             user_id: "import".to_string(),
             rate: RateSlot::default(),
+            source: Source::Integration,
         };
         let mut report = ImportReport::default();
         // Exported id -> the id it was imported as.

@@ -23,11 +23,12 @@ use uuid::Uuid;
 
 use crate::embedding::{EmbedError, Embeddings};
 use crate::error::{Error, Result};
+use crate::model::accounts::Need;
 use crate::model::vault::{MemoryType, NewDocument, Vault, VaultLane, VaultMemoryFilter};
 use crate::model::{content_hash, normalize, now, to_micros, Category, Embedded, Rating};
 use crate::search::SearchError;
 use crate::services::validate::*;
-use crate::services::{admit, Caller};
+use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::vault::NewCompanyFact;
 use crate::storage::Store;
 use crate::text::chunk::ChunkConfig;
@@ -69,6 +70,7 @@ pub struct VaultService {
     fusion: crate::config::Fusion,
     semantic_weight: f32,
     extractor: Arc<dyn Extractor>,
+    gate: Gate,
 }
 
 fn embed_error(error: EmbedError) -> Error {
@@ -156,6 +158,7 @@ impl VaultService {
     pub fn new(deps: VaultDeps) -> Result<Self> {
         let indexes = VaultIndexes::new(deps.embeddings.dimensions()).map_err(search_error)?;
         Ok(VaultService {
+            gate: Gate::new(deps.store.clone()),
             store: deps.store,
             workspaces: deps.workspaces,
             embeddings: deps.embeddings,
@@ -265,11 +268,11 @@ impl VaultService {
 
     pub async fn list_vaults(
         &self,
-        caller: &Caller,
+        who: &Principal,
         workspace_id: Option<Uuid>,
     ) -> Result<VaultList> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(workspace_id)?;
         // The default vault exists from the first look.
         self.store.default_vault(caller.workspace_id).await?;
         let vaults = self.store.list_vaults(caller.workspace_id).await?;
@@ -278,9 +281,12 @@ impl VaultService {
         })
     }
 
-    pub async fn create_vault(&self, caller: &Caller, input: CreateVault) -> Result<VaultCreated> {
+    pub async fn create_vault(&self, who: &Principal, input: CreateVault) -> Result<VaultCreated> {
+        let caller = &self
+            .gate
+            .enter(who, input.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(input.workspace_id)?;
         let name = input.name.as_deref().map(str::trim).unwrap_or_default();
         if name.is_empty() {
             return Err(Error::validation("name", "is required"));
@@ -321,18 +327,21 @@ impl VaultService {
     }
 
     /// `POST /api/context-vault/documents/upload` (multipart).
-    pub async fn upload(&self, caller: &Caller, input: UploadInput) -> Result<DocumentAccepted> {
+    pub async fn upload(&self, who: &Principal, input: UploadInput) -> Result<DocumentAccepted> {
+        let requested =
+            match input
+                .workspace_id
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
+                Some(raw) => Some(Uuid::parse_str(raw).map_err(|_| {
+                    Error::validation("workspaceId", format!("'{raw}' is not a UUID"))
+                })?),
+                None => None,
+            };
+        let caller = &self.gate.enter(who, requested, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        if let Some(raw) = input
-            .workspace_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            let id = Uuid::parse_str(raw)
-                .map_err(|_| Error::validation("workspaceId", format!("'{raw}' is not a UUID")))?;
-            caller.check_workspace(Some(id))?;
-        }
         let vault = self.vault(caller, input.vault_id.as_deref()).await?;
         let file = input.file.ok_or_else(|| {
             Error::validation("file", "is required (a multipart part named file)")
@@ -408,11 +417,14 @@ impl VaultService {
     /// before the 202, like an upload).
     pub async fn create_document(
         &self,
-        caller: &Caller,
+        who: &Principal,
         input: CreateDocument,
     ) -> Result<DocumentAccepted> {
+        let caller = &self
+            .gate
+            .enter(who, input.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(input.workspace_id)?;
         let vault = self.vault(caller, input.vault_id.as_deref()).await?;
         let scope = scope_value(input.scope.as_deref())?;
         let project = project(input.project.as_deref())?;
@@ -503,11 +515,14 @@ impl VaultService {
 
     pub async fn list_documents(
         &self,
-        caller: &Caller,
+        who: &Principal,
         params: VaultParams,
     ) -> Result<DocumentList> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let vault = self.vault(caller, params.vault_id.as_deref()).await?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
         let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
@@ -538,12 +553,16 @@ impl VaultService {
     /// the history of status changes.
     pub async fn document(
         &self,
-        caller: &Caller,
+        who: &Principal,
         raw_id: &str,
         workspace_id: Option<Uuid>,
     ) -> Result<DocumentDetail> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(workspace_id)?;
+        self.document_detail(caller, raw_id).await
+    }
+
+    async fn document_detail(&self, caller: &Caller, raw_id: &str) -> Result<DocumentDetail> {
         let document = self.owned_document(caller, raw_id).await?;
         let history = self.store.document_events(document.id).await?;
         Ok(DocumentDetail {
@@ -554,12 +573,15 @@ impl VaultService {
 
     pub async fn document_memories(
         &self,
-        caller: &Caller,
+        who: &Principal,
         raw_id: &str,
         params: VaultParams,
     ) -> Result<DocumentMemories> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let document = self.owned_document(caller, raw_id).await?;
         if let Some(raw) = params.vault_id.as_deref().filter(|v| !v.trim().is_empty()) {
             let vault = self.vault(caller, Some(raw)).await?;
@@ -609,12 +631,12 @@ impl VaultService {
     /// chunks and citations; memories only it cites go, the others stay.
     pub async fn delete_document(
         &self,
-        caller: &Caller,
+        who: &Principal,
         raw_id: &str,
         workspace_id: Option<Uuid>,
     ) -> Result<DocumentDeleted> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(workspace_id)?;
         let document = self.owned_document(caller, raw_id).await?;
         if !document.status.is_terminal() {
             self.ingestion()?
@@ -641,12 +663,12 @@ impl VaultService {
     /// `POST .../documents/{id}/cancel`: pending, processing or retrying -> cancelled.
     pub async fn cancel(
         &self,
-        caller: &Caller,
+        who: &Principal,
         raw_id: &str,
         workspace_id: Option<Uuid>,
     ) -> Result<DocumentDetail> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(workspace_id)?;
         let document = self.owned_document(caller, raw_id).await?;
         if document.status.is_terminal() {
             return Err(Error::Conflict(format!(
@@ -681,19 +703,19 @@ impl VaultService {
                 )
                 .await?;
         }
-        self.document(caller, raw_id, None).await
+        self.document_detail(caller, raw_id).await
     }
 
     /// `POST .../documents/{id}/retry`: a failed or cancelled document runs again, from its
     /// last committed phase.
     pub async fn retry(
         &self,
-        caller: &Caller,
+        who: &Principal,
         raw_id: &str,
         workspace_id: Option<Uuid>,
     ) -> Result<DocumentDetail> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(workspace_id)?;
         let document = self.owned_document(caller, raw_id).await?;
         if !matches!(document.status, Status::Failed | Status::Cancelled) {
             return Err(Error::Conflict(format!(
@@ -707,15 +729,18 @@ impl VaultService {
         self.ingestion()?
             .submit(document.id, 1)
             .map_err(|e| Error::Unavailable(e.to_string()))?;
-        self.document(caller, raw_id, None).await
+        self.document_detail(caller, raw_id).await
     }
 
     // ----- vault memories --------------------------------------------------------------------
 
     /// `GET /api/context-vault/memories`.
-    pub async fn browse(&self, caller: &Caller, params: BrowseParams) -> Result<VaultMemoryList> {
+    pub async fn browse(&self, who: &Principal, params: BrowseParams) -> Result<VaultMemoryList> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let vault = self.vault(caller, params.vault_id.as_deref()).await?;
         let memory_type = match params
             .memory_type
@@ -757,11 +782,14 @@ impl VaultService {
     /// `POST /api/context-vault/memories`: a curated company fact.
     pub async fn add_fact(
         &self,
-        caller: &Caller,
+        who: &Principal,
         input: CreateCompanyFact,
     ) -> Result<(CompanyFactCreated, bool)> {
+        let caller = &self
+            .gate
+            .enter(who, input.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(input.workspace_id)?;
         let content = content(input.content.as_deref(), MAX_FACT_CHARS)?;
         let content = content.trim().to_string();
         let vault = self.vault(caller, input.vault_id.as_deref()).await?;
@@ -820,12 +848,15 @@ impl VaultService {
     /// `POST /api/context-vault/memories/{id}/feedback`.
     pub async fn feedback(
         &self,
-        caller: &Caller,
+        who: &Principal,
         raw_id: &str,
         input: VaultFeedbackInput,
     ) -> Result<()> {
+        let caller = &self
+            .gate
+            .enter(who, input.workspace_id, Need::Write)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
-        caller.check_workspace(input.workspace_id)?;
         let not_found = || Error::NotFound("vault memory not found".to_string());
         let id = Uuid::parse_str(raw_id).map_err(|_| not_found())?;
         let raw = input

@@ -14,11 +14,12 @@ use super::{
     VaultService,
 };
 use crate::error::{Error, Result};
+use crate::model::accounts::Need;
 use crate::model::vault::VaultLane;
 use crate::model::{now, to_micros};
 use crate::search::{Filter, Hit, Mode, Query};
 use crate::services::validate::*;
-use crate::services::{admit, Caller};
+use crate::services::{admit, Principal};
 
 pub const MAX_QUERY_CHARS: usize = 1_000;
 pub const DEFAULT_LIMIT: i64 = 8;
@@ -82,11 +83,14 @@ fn scopes(params: &VaultSearchParams) -> Result<Vec<String>> {
 impl VaultService {
     pub async fn search(
         &self,
-        caller: &Caller,
+        who: &Principal,
         params: VaultSearchParams,
     ) -> Result<VaultSearchResults> {
+        let caller = &self
+            .gate
+            .enter(who, params.workspace_id, Need::Read)
+            .await?;
         admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
-        caller.check_workspace(params.workspace_id)?;
         let q = params
             .q
             .as_deref()
