@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  make python3 python3-pip ca-certificates pkg-config
+  make python3 python3-pip python3-venv ca-certificates pkg-config
   # OCR (leptess): build
   libleptonica-dev libtesseract-dev libclang1-14 libclang-common-14-dev
   # OCR: run (English language data)

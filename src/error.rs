@@ -95,6 +95,56 @@ impl Error {
         }
     }
 
+    /// The HTTP status this error answers with (the MCP adapter reports it too).
+    pub fn status(&self) -> u16 {
+        match self {
+            Error::Validation { .. } | Error::BadRequest(_) => 400,
+            Error::Unauthorized(_) => 401,
+            Error::Forbidden(_) | Error::MemoryLimit { .. } => 403,
+            Error::NotFound(_) => 404,
+            Error::MethodNotAllowed => 405,
+            Error::Conflict(_) => 409,
+            Error::Gone(_) => 410,
+            Error::PayloadTooLarge => 413,
+            Error::UnsupportedMediaType(_) => 415,
+            Error::RateLimited { .. } => 429,
+            Error::Storage(_) | Error::Internal(_) => 500,
+            Error::Upstream(_) => 502,
+            Error::Unavailable(_) => 503,
+        }
+    }
+
+    /// What a client may read: the message itself for client errors; for server errors a
+    /// fixed sentence (the details go to the log only).
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::Upstream(_) => {
+                "an upstream service (the billing provider) failed; retry shortly".to_string()
+            }
+            Error::Unavailable(_) => {
+                "the service is temporarily unavailable; retry shortly".to_string()
+            }
+            Error::Storage(_) | Error::Internal(_) => "internal server error".to_string(),
+            Error::Validation { .. }
+            | Error::BadRequest(_)
+            | Error::Unauthorized(_)
+            | Error::Forbidden(_)
+            | Error::MemoryLimit { .. }
+            | Error::NotFound(_)
+            | Error::MethodNotAllowed
+            | Error::Conflict(_)
+            | Error::Gone(_)
+            | Error::PayloadTooLarge
+            | Error::UnsupportedMediaType(_)
+            | Error::RateLimited { .. } => self.to_string(),
+        }
+    }
+
+    /// The machine-readable code of the contract: `HTTP_<status>`, or `INTERNAL_ERROR`.
+    pub fn code(&self) -> String {
+        code_for_status(self.status())
+    }
+
     pub fn memory_not_found() -> Self {
         Error::NotFound("memory not found".to_string())
     }
@@ -126,6 +176,15 @@ impl From<WorkspacesError> for Error {
             WorkspacesError::Timeout => Error::Unavailable(error.to_string()),
             WorkspacesError::Unavailable(_) => Error::Unavailable(error.to_string()),
         }
+    }
+}
+
+/// `HTTP_<status>`, or `INTERNAL_ERROR` for 500.
+pub fn code_for_status(status: u16) -> String {
+    if status == 500 {
+        "INTERNAL_ERROR".to_string()
+    } else {
+        format!("HTTP_{status}")
     }
 }
 

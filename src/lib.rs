@@ -1,7 +1,7 @@
 //! memvault: a self-hostable memory and context vault for AI applications.
 //!
 //! Layers, each importing only downward (see ARCHITECTURE.md):
-//! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`]) -> [`services`] ->
+//! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`], [`mcp`]) -> [`services`] ->
 //! engines ([`storage`], [`billing`], [`search`], [`embedding`], [`judge`], [`text`], the `memvault-actors`
 //! crate) -> [`config`], [`error`], [`model`].
 
@@ -13,6 +13,7 @@ pub mod error;
 pub mod http;
 pub mod judge;
 pub mod llm;
+pub mod mcp;
 pub mod model;
 pub mod ocr;
 pub mod search;

@@ -9,6 +9,7 @@ use anyhow::Context;
 use axum::Router;
 use memvault_actors::{RegistryArgs, Workspaces};
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::billing::signature::WebhookSecret;
 use crate::billing::{BillingProvider, HostedConfig, HostedProvider, LocalProvider};
@@ -18,6 +19,7 @@ use crate::http::web::WebConfig;
 use crate::http::{self, AppState};
 use crate::judge::{HeuristicJudge, LlmJudge, UpdateJudge};
 use crate::llm::{ChatClient, LlmExtractor};
+use crate::mcp::{self, McpSettings};
 use crate::ocr::TesseractOcr;
 use crate::search::vectors::VectorConfig;
 use crate::search::SearchEngine;
@@ -59,6 +61,8 @@ pub struct Application {
     registry: tokio::task::JoinHandle<()>,
     maintainer: ractor::ActorRef<memvault_actors::MaintenanceMsg>,
     background: Vec<ractor::ActorCell>,
+    /// Ends the MCP server's open streams when shutdown begins.
+    mcp_shutdown: CancellationToken,
 }
 
 /// The configured sentence encoder: an embedding server when `embeddings_url` is set, else
@@ -308,6 +312,12 @@ impl Application {
                     .num_seconds(),
             },
         };
+        let mcp_shutdown = CancellationToken::new();
+        let extra = extra.merge(mcp::routes(
+            &state,
+            mcp_settings(settings),
+            mcp_shutdown.clone(),
+        ));
         let router = http::app(
             state,
             settings.max_body_bytes,
@@ -335,6 +345,7 @@ impl Application {
             registry,
             background: vec![maintainer.get_cell(), jobs.get_cell()],
             maintainer,
+            mcp_shutdown,
         })
     }
 
@@ -389,12 +400,17 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(address = %self.local_addr(), "memvault listening");
+        let mcp_shutdown = self.mcp_shutdown.clone();
         axum::serve(
             self.listener,
             self.router
                 .into_make_service_with_connect_info::<SocketAddr>(),
         )
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // MCP streams stay open until told; requests in flight still finish.
+            mcp_shutdown.cancel();
+        })
         .await?;
         tracing::info!("in-flight requests finished, stopping");
         self.ingestion.stop();
@@ -453,6 +469,29 @@ pub fn billing_provider(
             })?;
             Ok((Arc::new(provider), Some(secret)))
         }
+    }
+}
+
+/// What `/mcp` accepts: loopback names, the address it listens on, and the public URL's host
+/// (a deployment behind another name sets `public_url`).
+pub fn mcp_settings(settings: &Settings) -> McpSettings {
+    let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    let ip = settings.listen.ip();
+    if !ip.is_unspecified() && !ip.is_loopback() {
+        allowed_hosts.push(ip.to_string());
+    }
+    if let Some(host) = settings
+        .public_url
+        .as_deref()
+        .and_then(|raw| url::Url::parse(raw.trim()).ok())
+        .and_then(|url| url.host_str().map(str::to_string))
+    {
+        allowed_hosts.push(host);
+    }
+    McpSettings {
+        allowed_hosts,
+        // A JSON-RPC envelope around a body the REST API would accept.
+        max_body_bytes: settings.max_body_bytes + 16 * 1024,
     }
 }
 

@@ -42,48 +42,16 @@ struct ErrorMeta {
 }
 
 fn code_for(status: StatusCode) -> String {
-    if status == StatusCode::INTERNAL_SERVER_ERROR {
-        "INTERNAL_ERROR".to_string()
-    } else {
-        format!("HTTP_{}", status.as_u16())
-    }
+    crate::error::code_for_status(status.as_u16())
 }
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let (status, message, cause) = match &self {
-            Error::Validation { .. } | Error::BadRequest(_) => {
-                (StatusCode::BAD_REQUEST, self.to_string(), None)
-            }
-            Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, self.to_string(), None),
-            Error::Forbidden(_) | Error::MemoryLimit { .. } => {
-                (StatusCode::FORBIDDEN, self.to_string(), None)
-            }
-            Error::NotFound(_) => (StatusCode::NOT_FOUND, self.to_string(), None),
-            Error::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, self.to_string(), None),
-            Error::Conflict(_) => (StatusCode::CONFLICT, self.to_string(), None),
-            Error::Gone(_) => (StatusCode::GONE, self.to_string(), None),
-            Error::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, self.to_string(), None),
-            Error::UnsupportedMediaType(_) => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, self.to_string(), None)
-            }
-            Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string(), None),
-            Error::Upstream(_) => (
-                StatusCode::BAD_GATEWAY,
-                "an upstream service (the billing provider) failed; retry shortly".to_string(),
-                Some(self.to_string()),
-            ),
-            Error::Unavailable(_) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the service is temporarily unavailable; retry shortly".to_string(),
-                Some(self.to_string()),
-            ),
-            Error::Storage(_) | Error::Internal(_) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal server error".to_string(),
-                Some(self.to_string()),
-            ),
-        };
+        let status =
+            StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let message = self.public_message();
+        // Server errors keep their cause for the log; the client sees only the message.
+        let cause = status.is_server_error().then(|| self.to_string());
         let mut response = status.into_response();
         if let Error::RateLimited { rate } = &self {
             let now = chrono::Utc::now().timestamp();

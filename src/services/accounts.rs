@@ -1104,12 +1104,15 @@ impl AccountsService {
         let raw = input
             .role
             .ok_or_else(|| Error::validation("role", "is required"))?;
-        let allowed: &[Role] = if caller.role == Role::Owner {
-            &[Role::Owner, Role::Admin, Role::Member, Role::Viewer]
-        } else {
-            &[Role::Admin, Role::Member, Role::Viewer]
-        };
-        let role = role_value("role", &raw, allowed)?;
+        let role = role_value(
+            "role",
+            &raw,
+            &[Role::Owner, Role::Admin, Role::Member, Role::Viewer],
+        )?;
+        // Giving the owner role is an owner's decision: a wrong role, not a wrong value.
+        if role == Role::Owner && !caller.role.allows(Need::Own) {
+            return Err(forbidden_role(caller.role, Need::Own));
+        }
         let target = self
             .store
             .member(workspace_id, member_id)

@@ -1014,8 +1014,9 @@ pub(crate) struct Draft {
     pub flush: bool,
 }
 
-/// What `POST /api/memories` did.
-#[derive(Debug, Clone)]
+/// What `POST /api/memories` did (serialized as the body of its answer).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
 pub enum CreateOutcome {
     /// 201: saved (created, duplicate or superseded).
     Saved(SaveResult),
