@@ -26,6 +26,7 @@ use crate::search::SearchEngine;
 use crate::services::accounts::AccountsConfig;
 use crate::services::billing::BillingService;
 use crate::services::memories::{MemoryDeps, NoteJobs, Tuning};
+use crate::services::oauth::OAuthService;
 use crate::services::vault::{FetchPolicy, OfflineExtractor, VaultDeps, VaultService};
 use crate::services::{AccountsService, MemoryService};
 use crate::storage::{self, ActorStore, Store};
@@ -301,6 +302,7 @@ impl Application {
             settings.billing_webhook_tolerance_secs,
         ));
         let state = AppState {
+            oauth: OAuthService::new(store.clone()),
             billing,
             accounts,
             memories: memories.clone(),

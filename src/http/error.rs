@@ -88,6 +88,11 @@ fn error_id() -> String {
     format!("ERR_{suffix}")
 }
 
+/// Marks a response whose error body is already in its final shape (OAuth's
+/// `{error, error_description}`, an HTML page): the envelope leaves it alone.
+#[derive(Debug, Clone, Copy)]
+pub struct KeepBody;
+
 /// The middleware: gives each request its rate slot, then writes rate-limit headers and the
 /// error envelope on the way out.
 pub async fn envelope(mut request: Request, next: Next) -> Response {
@@ -109,7 +114,9 @@ pub async fn envelope(mut request: Request, next: Next) -> Response {
     }
 
     let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) {
+    if !(status.is_client_error() || status.is_server_error())
+        || response.extensions().get::<KeepBody>().is_some()
+    {
         return response;
     }
     let meta = response.extensions_mut().remove::<ErrorMeta>();

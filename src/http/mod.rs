@@ -7,6 +7,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod memories;
+pub mod oauth;
 pub mod openapi;
 pub mod vault;
 pub mod web;
@@ -39,6 +40,7 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub web: web::WebConfig,
     pub billing: Arc<crate::services::billing::BillingService>,
+    pub oauth: crate::services::oauth::OAuthService,
 }
 
 /// The API routes, without layers.
@@ -46,6 +48,26 @@ fn routes(max_upload_bytes: usize) -> Router<AppState> {
     // A multipart upload may be as large as the upload limit (plus its form fields).
     let upload = post(vault::upload).layer(DefaultBodyLimit::max(max_upload_bytes + 64 * 1024));
     Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(oauth::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(oauth::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(oauth::server_metadata),
+        )
+        .route("/oauth/register", post(oauth::register))
+        .route(
+            "/oauth/authorize",
+            get(oauth::authorize_page).post(oauth::authorize_decision),
+        )
+        .route("/oauth/sign-in", post(oauth::sign_in))
+        .route("/oauth/token", post(oauth::token))
+        .route("/oauth/revoke", post(oauth::revoke))
         .route("/api/subscription/current", get(billing::current))
         .route("/api/subscription/checkout", post(billing::checkout))
         .route("/api/subscription/portal", post(billing::portal))

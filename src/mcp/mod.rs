@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 use crate::http::AppState;
+use crate::model::accounts::Scope;
 use crate::model::Source;
 use crate::services::memories::{CreateOutcome, MemoryService};
 use crate::services::vault::VaultService;
@@ -83,18 +84,32 @@ pub fn routes(
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 
-/// `Memvault-API-Key` or `X-API-Key` -> the caller, in the request's extensions.
+/// `Memvault-API-Key` or `X-API-Key`, else an OAuth access token (`Authorization: Bearer`) ->
+/// the caller, in the request's extensions. A refusal points at the protected-resource
+/// metadata, where a connector starts the OAuth flow.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let raw = headers
+    let key = headers
         .get(MCP_KEY_HEADER)
         .or_else(|| headers.get(API_KEY_HEADER))
         .map(|v| v.to_str().unwrap_or_default().to_string());
-    let identity = match raw {
-        None => Err(Error::Unauthorized(
-            "missing API key: send it in the Memvault-API-Key (or X-API-Key) header".to_string(),
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::to_string);
+    let base = state.web.base_url(headers);
+    let identity = match (key, &bearer) {
+        (Some(key), _) => state.accounts.authenticate_key(Some(&key)).await,
+        (None, Some(token)) => state.oauth.authenticate_bearer(token).await,
+        (None, None) => Err(Error::Unauthorized(
+            "missing credentials: send an API key in the Memvault-API-Key (or X-API-Key) \
+             header, or an OAuth access token as Authorization: Bearer"
+                .to_string(),
         )),
-        Some(raw) => state.accounts.authenticate_key(Some(&raw)).await,
     };
     match identity {
         Ok(identity) => {
@@ -111,27 +126,37 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             next.run(request).await
         }
         Err(error) => {
-            let mut response = error.into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"memvault\""),
+            let mut challenge = format!(
+                "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
             );
+            if bearer.is_some() && error.status() == 401 {
+                challenge.push_str(", error=\"invalid_token\"");
+            }
+            let mut response = error.into_response();
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, value);
+            }
             response
         }
     }
 }
 
-/// The caller the middleware put in the request.
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<Principal, Error> {
-    ctx.extensions
+/// The caller the middleware put in the request, when it may use `scope` (an OAuth token
+/// carries the scopes its user approved; keys are limited by their role only).
+fn caller(ctx: &RequestContext<RoleServer>, scope: Scope) -> Result<Principal, Error> {
+    let who = ctx
+        .extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Principal>().cloned())
         .ok_or_else(|| {
             Error::Unauthorized(
-                "missing API key: send it in the Memvault-API-Key (or X-API-Key) header"
-                    .to_string(),
+                "missing credentials: send an API key in the Memvault-API-Key header".to_string(),
             )
-        })
+        })?;
+    who.require_scope(scope)?;
+    Ok(who)
 }
 
 /// A service answer as a tool result: readable text plus the same JSON REST returns as
@@ -181,7 +206,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<SaveArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesWrite) {
             Ok(who) => self.memories.create(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -211,7 +236,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesRead) {
             Ok(who) => self.memories.search(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -237,7 +262,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<ListArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesRead) {
             Ok(who) => self.memories.list(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -260,7 +285,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<MemoryRef>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesRead) {
             Ok(who) => self.memories.get(&who, &args.id, args.scope_params()).await,
             Err(e) => Err(e),
         };
@@ -279,7 +304,7 @@ impl MemvaultMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let (target, input) = args.split();
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesWrite) {
             Ok(who) => {
                 self.memories
                     .update(&who, &target.id, target.scope_params(), input)
@@ -305,7 +330,7 @@ impl MemvaultMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let (target, input) = args.split();
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesWrite) {
             Ok(who) => {
                 self.memories
                     .forget(&who, &target.id, target.scope_params(), input)
@@ -326,7 +351,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<MemoryRef>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesRead) {
             Ok(who) => {
                 self.memories
                     .history(&who, &args.id, args.scope_params())
@@ -354,7 +379,7 @@ impl MemvaultMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let (target, input) = args.split();
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesWrite) {
             Ok(who) => {
                 self.memories
                     .feedback(&who, &target.id, target.scope_params(), input)
@@ -378,7 +403,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<ProfileArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::MemoriesRead) {
             Ok(who) => self.memories.profile(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -407,7 +432,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<VaultSearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::VaultRead) {
             Ok(who) => self.vault.search(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -444,7 +469,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<FactArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::VaultWrite) {
             Ok(who) => self
                 .vault
                 .add_fact(&who, args.into())
@@ -467,7 +492,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<IngestArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::VaultWrite) {
             Ok(who) => self.vault.create_document(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -488,7 +513,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<DocumentsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::VaultRead) {
             Ok(who) => self.vault.list_documents(&who, args.into()).await,
             Err(e) => Err(e),
         };
@@ -512,7 +537,7 @@ impl MemvaultMcp {
         Parameters(args): Parameters<DocumentRefArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx) {
+        let result = match caller(&ctx, Scope::VaultRead) {
             Ok(who) => self.vault.document(&who, &args.document_id, None).await,
             Err(e) => Err(e),
         };

@@ -32,6 +32,16 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// What an OAuth access token (an MCP connector) may do, as the user approved it.
+    Scope {
+        MemoriesRead => "memories:read",
+        MemoriesWrite => "memories:write",
+        VaultRead => "vault:read",
+        VaultWrite => "vault:write",
+    }
+);
+
 /// What an operation needs, from the role matrix of `decisions.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Need {

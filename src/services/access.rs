@@ -44,6 +44,24 @@ impl Gate {
                 }
                 (*workspace_id, *role, format!("key:{key_id}"))
             }
+            Identity::Token {
+                user_id,
+                workspace_id,
+                ..
+            } => {
+                if requested.is_some_and(|id| id != *workspace_id) {
+                    return Err(Error::Forbidden(
+                        "this connection is bound to another workspace".to_string(),
+                    ));
+                }
+                // The user's role now: a removed member's connection stops working.
+                let member = self
+                    .store
+                    .member_of(*workspace_id, *user_id)
+                    .await?
+                    .ok_or_else(not_a_member)?;
+                (*workspace_id, member.role, user_id.to_string())
+            }
             Identity::User { user_id, .. } => {
                 let workspace_id = match requested {
                     Some(id) => id,

@@ -658,7 +658,7 @@ impl AccountsService {
                 user_id,
                 session_id,
             } => Ok((*user_id, *session_id)),
-            Identity::Key { .. } => Err(Error::Unauthorized(format!(
+            Identity::Key { .. } | Identity::Token { .. } => Err(Error::Unauthorized(format!(
                 "{what} needs a signed-in user (the session cookie); API keys cannot do it"
             ))),
         }
@@ -912,7 +912,7 @@ impl AccountsService {
                 .into_iter()
                 .map(WorkspaceView::from)
                 .collect(),
-            Identity::Key { .. } => {
+            Identity::Key { .. } | Identity::Token { .. } => {
                 let caller = self.gate.enter(who, None, Need::Read).await?;
                 self.admit(&caller, EndpointClass::Read).await?;
                 let workspace = self
@@ -1213,7 +1213,7 @@ impl AccountsService {
             role,
             invited_by: who.user_id().or(match &who.identity {
                 Identity::Key { made_by, .. } => *made_by,
-                Identity::User { .. } => None,
+                Identity::User { .. } | Identity::Token { .. } => None,
             }),
             created_at,
             expires_at: created_at + self.config.invitation_ttl,
@@ -1379,7 +1379,7 @@ impl AccountsService {
             Some(raw) => role_value("role", raw, &allowed)?,
         };
         let created_by = match &who.identity {
-            Identity::User { user_id, .. } => Some(*user_id),
+            Identity::User { user_id, .. } | Identity::Token { user_id, .. } => Some(*user_id),
             Identity::Key { made_by, .. } => *made_by,
         };
         let key = generate_key();
@@ -1431,6 +1431,7 @@ impl AccountsService {
         match identity {
             Identity::Key { .. } => Source::Api,
             Identity::User { .. } => Source::Web,
+            Identity::Token { .. } => Source::Mcp,
         }
     }
 }

@@ -255,7 +255,7 @@ impl BillingService {
 
     /// A cookie caller in the named workspace with `need`; a key is refused (401).
     async fn enter(&self, who: &Principal, workspace: Option<Uuid>, need: Need) -> Result<Caller> {
-        if let Identity::Key { .. } = who.identity {
+        if !matches!(who.identity, Identity::User { .. }) {
             return Err(Error::Unauthorized(
                 "subscription endpoints take the session cookie only: sign in; API keys cannot \
                  manage billing"

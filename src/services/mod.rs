@@ -5,6 +5,7 @@ pub mod access;
 pub mod accounts;
 pub mod billing;
 pub mod memories;
+pub mod oauth;
 pub mod validate;
 pub mod vault;
 
@@ -14,7 +15,7 @@ use memvault_actors::{Admission, EndpointClass, RateStatus, SavePermit, Workspac
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::model::accounts::Role;
+use crate::model::accounts::{Role, Scope};
 use crate::model::Source;
 
 pub use access::Gate;
@@ -50,6 +51,14 @@ pub enum Identity {
     },
     /// A signed-in user (session cookie): acts in any workspace they are a member of.
     User { user_id: Uuid, session_id: Uuid },
+    /// An OAuth access token of an MCP connector: a user acting in the one workspace they
+    /// approved, within the approved scopes, with their current role there.
+    Token {
+        token_id: Uuid,
+        user_id: Uuid,
+        workspace_id: Uuid,
+        scopes: Vec<Scope>,
+    },
 }
 
 /// Who is calling, as the adapter authenticated them; not yet tied to a workspace.
@@ -66,8 +75,18 @@ pub struct Principal {
 impl Principal {
     pub fn user_id(&self) -> Option<Uuid> {
         match &self.identity {
-            Identity::User { user_id, .. } => Some(*user_id),
+            Identity::User { user_id, .. } | Identity::Token { user_id, .. } => Some(*user_id),
             Identity::Key { .. } => None,
+        }
+    }
+
+    /// An OAuth token must carry `scope`; keys and sessions are limited by their role only.
+    pub fn require_scope(&self, scope: Scope) -> Result<()> {
+        match &self.identity {
+            Identity::Token { scopes, .. } if !scopes.contains(&scope) => Err(Error::Forbidden(
+                format!("this connection was not granted {scope}; reconnect and approve it"),
+            )),
+            Identity::Token { .. } | Identity::Key { .. } | Identity::User { .. } => Ok(()),
         }
     }
 }

@@ -7,6 +7,8 @@
 
 pub mod accounts;
 mod accounts_sql;
+pub mod oauth;
+mod oauth_sql;
 mod sql;
 pub mod vault;
 mod vault_sql;
@@ -72,7 +74,9 @@ pub struct IndexedMemory {
 #[async_trait]
 /// Memories, workspaces and jobs here; the Context Vault's part in [`vault::VaultStore`], users,
 /// members, keys and billing in [`accounts::AccountStore`].
-pub trait Store: vault::VaultStore + accounts::AccountStore + Send + Sync + 'static {
+pub trait Store:
+    vault::VaultStore + accounts::AccountStore + oauth::OAuthStore + Send + Sync + 'static
+{
     fn backend(&self) -> Backend;
     async fn ping(&self) -> StoreResult<()>;
     async fn close(&self);

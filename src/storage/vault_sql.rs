@@ -1133,7 +1133,9 @@ macro_rules! vault_sql {
                     Phase::Embed | Phase::Extract => {
                         sqlx::query(
                             "UPDATE vault_documents SET processing_phase = $1, heartbeat_at = $2, \
-                             updated_at = $2, processed_chunks = $3, total_chunks = $4 WHERE id = $5",
+                             updated_at = $2, processed_chunks = $3, \
+                             total_chunks = CASE WHEN $4 > 0 THEN $4 ELSE total_chunks END \
+                             WHERE id = $5",
                         )
                         .bind(progress.phase.as_str())
                         .bind(at_micros)

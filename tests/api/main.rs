@@ -14,6 +14,7 @@ mod envelope;
 mod keys;
 mod mcp;
 mod memories;
+mod oauth;
 mod operations;
 mod retrieval;
 mod roles;

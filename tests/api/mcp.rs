@@ -12,18 +12,26 @@ use crate::helpers::{assert_error, json_of, spawn_app, TestApp};
 
 const PROTOCOL: &str = "2025-06-18";
 
+/// How an MCP request authenticates: a header name and value.
+pub type Auth<'a> = (&'a str, &'a str);
+
+/// An API key in `Memvault-API-Key`.
+pub fn key(value: &str) -> Auth<'_> {
+    ("Memvault-API-Key", value)
+}
+
 /// One JSON-RPC exchange with /mcp: the answer (from JSON or the first SSE `data:` event) and
 /// the session id the server gave.
-async fn rpc(
+pub async fn rpc(
     app: &TestApp,
-    key: &str,
+    auth: Auth<'_>,
     session: Option<&str>,
     body: Value,
 ) -> (u16, Option<String>, Value) {
     let mut request = app
         .client
         .post(app.url("/mcp"))
-        .header("Memvault-API-Key", key)
+        .header(auth.0, auth.1)
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", PROTOCOL)
         .json(&body);
@@ -50,10 +58,10 @@ async fn rpc(
 }
 
 /// Initializes a session; returns its id.
-async fn open_session(app: &TestApp, key: &str) -> String {
+pub async fn open_session(app: &TestApp, auth: Auth<'_>) -> String {
     let (status, session, init) = rpc(
         app,
-        key,
+        auth,
         None,
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL,
@@ -75,7 +83,7 @@ async fn open_session(app: &TestApp, key: &str) -> String {
     let session = session.expect("a session id");
     let (status, _, _) = rpc(
         app,
-        key,
+        auth,
         Some(&session),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
@@ -84,9 +92,10 @@ async fn open_session(app: &TestApp, key: &str) -> String {
     session
 }
 
-async fn call(
+/// Calls a tool in a session; returns the `result`.
+pub async fn call(
     app: &TestApp,
-    key: &str,
+    auth: Auth<'_>,
     session: &str,
     id: u64,
     tool: &str,
@@ -94,7 +103,7 @@ async fn call(
 ) -> Value {
     let (status, _, answer) = rpc(
         app,
-        key,
+        auth,
         Some(session),
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": tool, "arguments": arguments}}),
@@ -134,12 +143,13 @@ async fn mcp_needs_a_key_and_says_how_to_authenticate() {
 #[tokio::test]
 async fn tools_call_the_same_services_as_rest() {
     let app = spawn_app().await;
-    let key = app.api_key.clone();
-    let session = open_session(&app, &key).await;
+    let api_key = app.api_key.clone();
+    let key = key(&api_key);
+    let session = open_session(&app, key).await;
 
     let (status, _, listed) = rpc(
         &app,
-        &key,
+        key,
         Some(&session),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     )
@@ -181,7 +191,7 @@ async fn tools_call_the_same_services_as_rest() {
     // Saved through MCP: readable text, the REST body as structured content, source `mcp`.
     let saved = call(
         &app,
-        &key,
+        key,
         &session,
         3,
         "memory_save",
@@ -205,7 +215,7 @@ async fn tools_call_the_same_services_as_rest() {
     // Search finds it by meaning; the scope is a wall.
     let found = call(
         &app,
-        &key,
+        key,
         &session,
         4,
         "memory_search",
@@ -219,7 +229,7 @@ async fn tools_call_the_same_services_as_rest() {
     );
     let walled = call(
         &app,
-        &key,
+        key,
         &session,
         5,
         "memory_search",
@@ -231,7 +241,7 @@ async fn tools_call_the_same_services_as_rest() {
     // Errors are tool errors with the REST message and code.
     let bad = call(
         &app,
-        &key,
+        key,
         &session,
         6,
         "memory_save",
@@ -251,7 +261,7 @@ async fn tools_call_the_same_services_as_rest() {
     assert_eq!(bad["content"][0]["text"], rest["error"]);
     let missing = call(
         &app,
-        &key,
+        key,
         &session,
         7,
         "memory_get",
@@ -294,6 +304,19 @@ async fn the_official_python_sdk_drives_every_tool() {
     let viewer_key = app
         .create_key(&owner, owner.workspace_id, Some("viewer"))
         .await;
+    // Something the OAuth connection (bound to the owner's workspace) must never reach.
+    let stranger = app.sign_up("mcp-stranger@example.com").await;
+    let stranger_key = app.create_key(&stranger, stranger.workspace_id, None).await;
+    let foreign = "Quartz-9137 is the stranger's vault code";
+    let response = app
+        .with_key(&stranger_key, Method::POST, "/api/memories")
+        .json(&json!({ "content": foreign }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let cookie = owner.cookie.clone();
+    let workspace = owner.workspace_id.to_string();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
     let url = app.url("/mcp");
     let reader = owner_key.clone();
@@ -303,6 +326,9 @@ async fn the_official_python_sdk_drives_every_tool() {
             .arg(url)
             .arg(owner_key)
             .arg(viewer_key)
+            .arg(cookie)
+            .arg(workspace)
+            .arg("Quartz-9137")
             .output()
             .expect("run the MCP client")
     })

@@ -176,6 +176,11 @@ async fn a_text_document_is_chunked_cited_and_searchable() {
         document["extractedCount"].as_i64().unwrap() >= 3,
         "{document}"
     );
+    // A completed document reports every chunk processed (not 0 of 0).
+    assert_eq!(
+        document["totalChunks"], document["chunkCount"],
+        "{document}"
+    );
     assert_eq!(document["processedChunks"], document["totalChunks"]);
     assert!(document["completedAt"].is_string());
 

@@ -1,10 +1,14 @@
 """Drives memvault's MCP server with the official MCP Python SDK (package `mcp`).
 
-Usage: client.py MCP_URL OWNER_KEY VIEWER_KEY
+Usage: client.py MCP_URL OWNER_KEY VIEWER_KEY SESSION_COOKIE WORKSPACE_ID FOREIGN_TEXT
 
 Connects over streamable HTTP with an API key, lists the tools and calls every one of them,
 checking each answer; checks that a wrong key cannot connect and that a viewer's key gets a
-tool error (not a result) from a write tool. Prints progress to stderr and, last on stdout, a
+tool error (not a result) from a write tool. Then connects as an assistant connector would,
+with the SDK's OAuth client: discovery, dynamic registration, authorization as the signed-in
+user of SESSION_COOKIE (the consent page approved for WORKSPACE_ID), the code exchange with
+PKCE; calls tools with the token (FOREIGN_TEXT, stored in another workspace, must stay out of
+reach), refreshes it and revokes it. Prints progress to stderr and, last on stdout, a
 JSON report {"ok": true, "toolsCalled": [...]}; exits non-zero on the first failed check.
 Run by tests/api/mcp.rs.
 """
@@ -13,10 +17,13 @@ import asyncio
 import json
 import sys
 import time
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import httpx2
 from mcp import ClientSession
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientMetadata
 
 EXPECTED_TOOLS = {
     "memory_save", "memory_search", "memory_list", "memory_get", "memory_update",
@@ -25,6 +32,9 @@ EXPECTED_TOOLS = {
     "vault_document_status",
 }
 SCOPE = "sdk-user"
+# One connection per request for the plain HTTP checks: the server may close a connection
+# after refusing a request whose body it did not read, and a pooled connection would race it.
+FRESH_CONNECTIONS = httpx2.Limits(max_keepalive_connections=0)
 
 
 def check(condition, what):
@@ -152,7 +162,7 @@ async def run(url, owner_key, viewer_key):
         check(refused["code"] == "HTTP_403" and "your role (viewer)" in text, refused)
 
     # A wrong key does not get in: 401 with a WWW-Authenticate challenge.
-    async with httpx2.AsyncClient(timeout=30) as http:
+    async with httpx2.AsyncClient(timeout=30, limits=FRESH_CONNECTIONS) as http:
         answer = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                  headers={"Memvault-API-Key": "mc_wrong_key_0000000000000000000",
                                           "Accept": "application/json, text/event-stream"})
@@ -161,11 +171,120 @@ async def run(url, owner_key, viewer_key):
     return called
 
 
+class MemoryStorage:
+    """The SDK's TokenStorage, in memory."""
+
+    def __init__(self):
+        self.tokens = None
+        self.client = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client
+
+    async def set_client_info(self, client_info):
+        self.client = client_info
+
+
+async def oauth(url, cookie, workspace, foreign_text):
+    """The connector flow with the SDK's OAuth client; the browser step is done over HTTP as
+    the signed-in user would do it on the consent page."""
+    base = url.rsplit("/mcp", 1)[0]
+    storage = MemoryStorage()
+    answer = {}
+
+    async def redirect_handler(authorize_url):
+        query = dict(parse_qsl(urlparse(authorize_url).query))
+        check(query.get("code_challenge_method") == "S256", f"PKCE method {query}")
+        async with httpx2.AsyncClient(timeout=30, limits=FRESH_CONNECTIONS) as http:
+            page = await http.get(authorize_url, headers={"Cookie": cookie})
+            check(page.status_code == 200 and workspace in page.text, f"consent page {page.status_code}")
+            form = list(query.items()) + [("workspace_id", workspace), ("decision", "approve")]
+            form += [("scopes", scope) for scope in query.get("scope", "").split()]
+            decided = await http.post(f"{base}/oauth/authorize", content=urlencode(form),
+                                      headers={"Cookie": cookie, "Origin": base,
+                                               "Content-Type": "application/x-www-form-urlencoded"})
+            check(decided.status_code == 303, f"consent decision {decided.status_code}: {decided.text}")
+            back = dict(parse_qsl(urlparse(decided.headers["location"]).query))
+            answer.update(back)
+            log("authorized: code received, iss", back.get("iss"))
+
+    async def callback_handler():
+        return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"),
+                                       iss=answer.get("iss"))
+
+    provider = OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(
+            client_name="memvault SDK test connector",
+            redirect_uris=["http://127.0.0.1:33418/callback"],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+    async with httpx2.AsyncClient(auth=provider, timeout=60) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                saved = await session.call_tool("memory_save", {"content": "Connector memories "
+                                                                "live in the approved workspace",
+                                                                "scope": "oauth-user"})
+                check(not saved.is_error, f"save with a token: {saved.content}")
+                check(saved.structured_content["memory"]["source"] == "mcp", saved.structured_content)
+                found = await session.call_tool("memory_search", {"q": "approved workspace",
+                                                                  "scope": "oauth-user"})
+                check(found.structured_content["results"], found.structured_content)
+                foreign = await session.call_tool("memory_search", {"q": foreign_text})
+                check(foreign_text not in json.dumps(foreign.structured_content), "foreign text leaked")
+    check(storage.tokens is not None and storage.client is not None, "no tokens stored")
+    client_id = storage.client.client_id
+    refresh = storage.tokens.refresh_token
+    old_access = storage.tokens.access_token
+    log("registered client", client_id, "scopes", storage.tokens.scope)
+
+    async with httpx2.AsyncClient(timeout=30, limits=FRESH_CONNECTIONS) as http:
+        async def initialize(token):
+            return await http.post(url, headers={
+                "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-06-18"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "refresh-check", "version": "1"}}})
+
+        renewed = await http.post(f"{base}/oauth/token", data={
+            "grant_type": "refresh_token", "refresh_token": refresh, "client_id": client_id})
+        check(renewed.status_code == 200, f"refresh: {renewed.status_code} {renewed.text}")
+        fresh = renewed.json()
+        check(fresh["refresh_token"] != refresh, "the refresh token did not rotate")
+        check((await initialize(fresh["access_token"])).status_code == 200, "refreshed token refused")
+        again = await http.post(f"{base}/oauth/token", data={
+            "grant_type": "refresh_token", "refresh_token": refresh, "client_id": client_id})
+        check(again.status_code == 400 and again.json()["error"] == "invalid_grant",
+              f"a reused refresh token was accepted: {again.text}")
+        check((await initialize(fresh["access_token"])).status_code == 401,
+              "reuse did not revoke the family")
+        check((await initialize(old_access)).status_code == 401, "old access token still works")
+        revoked = await http.post(f"{base}/oauth/revoke", data={"token": fresh["refresh_token"],
+                                                                  "client_id": client_id})
+        check(revoked.status_code == 200, f"revoke: {revoked.status_code}")
+    return client_id
+
+
 def main():
-    url, owner_key, viewer_key = sys.argv[1:4]
+    url, owner_key, viewer_key, cookie, workspace, foreign_text = sys.argv[1:7]
     called = asyncio.run(run(url, owner_key, viewer_key))
     check(set(called) == EXPECTED_TOOLS, f"not every tool was called: {called}")
-    print(json.dumps({"ok": True, "toolsCalled": called}))
+    client_id = asyncio.run(oauth(url, cookie, workspace, foreign_text))
+    print(json.dumps({"ok": True, "toolsCalled": called, "oauthClient": client_id}))
 
 
 if __name__ == "__main__":

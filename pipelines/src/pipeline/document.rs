@@ -63,7 +63,8 @@ impl DocumentState {
     /// Records progress in the shared cell, and persists it when due.
     async fn record(&mut self, phase: Phase, processed: u32, total: u32) -> Result<(), PhaseError> {
         self.args.shared.progress.record(phase, processed, total);
-        let changed = self.last_phase != Some(phase);
+        // A phase's start and its end are always written; the steps between, when due.
+        let changed = self.last_phase != Some(phase) || (total > 0 && processed >= total);
         if persist_due(
             changed,
             self.last_persist.map(|at| at.elapsed()),
