@@ -12,6 +12,7 @@ use axum::Json;
 
 use super::error::ErrorBody;
 use super::extract::{ApiJson, ApiQuery};
+use super::web::escape_html as esc;
 use super::AppState;
 use crate::billing::ProviderKind;
 use crate::error::Error;
@@ -131,22 +132,6 @@ pub async fn webhook(
 }
 
 // ----- the local provider's pages --------------------------------------------------------------
-
-/// Escapes text for HTML.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn page(title: &str, body: &str) -> Html<String> {
     Html(format!(

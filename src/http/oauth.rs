@@ -12,6 +12,7 @@ use axum::Json;
 
 use super::error::KeepBody;
 use super::extract::{session_cookie, ClientAddr};
+use super::web::escape_html as esc;
 use super::AppState;
 use crate::model::accounts::{Membership, Scope};
 use crate::services::accounts::{AccountsService, SignIn};
@@ -59,17 +60,22 @@ pub async fn register(State(state): State<AppState>, body: Bytes) -> Response {
     }
 }
 
+/// A form body, or OAuth's `invalid_request`.
+fn form<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    serde_urlencoded::from_bytes(body).map_err(|e| {
+        oauth_error(OAuthError {
+            status: 400,
+            error: "invalid_request",
+            description: format!("the body is not a form: {e}"),
+        })
+    })
+}
+
 /// `POST /oauth/token` (form).
 pub async fn token(State(state): State<AppState>, body: Bytes) -> Response {
-    let form: TokenForm = match serde_urlencoded::from_bytes(&body) {
+    let form: TokenForm = match form(&body) {
         Ok(form) => form,
-        Err(e) => {
-            return oauth_error(OAuthError {
-                status: 400,
-                error: "invalid_request",
-                description: format!("the body is not a form: {e}"),
-            })
-        }
+        Err(refused) => return refused,
     };
     match state.oauth.token(form).await {
         Ok(answer) => no_store(Json(answer).into_response()),
@@ -79,15 +85,9 @@ pub async fn token(State(state): State<AppState>, body: Bytes) -> Response {
 
 /// `POST /oauth/revoke` (form).
 pub async fn revoke(State(state): State<AppState>, body: Bytes) -> Response {
-    let form: RevokeForm = match serde_urlencoded::from_bytes(&body) {
+    let form: RevokeForm = match form(&body) {
         Ok(form) => form,
-        Err(e) => {
-            return oauth_error(OAuthError {
-                status: 400,
-                error: "invalid_request",
-                description: format!("the body is not a form: {e}"),
-            })
-        }
+        Err(refused) => return refused,
     };
     match state.oauth.revoke(form).await {
         Ok(()) => no_store(Json(serde_json::json!({})).into_response()),
@@ -96,21 +96,6 @@ pub async fn revoke(State(state): State<AppState>, body: Bytes) -> Response {
 }
 
 // ----- pages -------------------------------------------------------------------------------------
-
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {
     kept(

@@ -107,6 +107,22 @@ impl WebConfig {
     }
 }
 
+/// Escapes text for HTML (element content and quoted attribute values).
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +133,14 @@ mod tests {
             map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
         }
         map
+    }
+
+    #[test]
+    fn html_is_escaped() {
+        assert_eq!(
+            escape_html(r#"<a href="x">Tom's & co</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;Tom&#39;s &amp; co&lt;/a&gt;"
+        );
     }
 
     #[test]
