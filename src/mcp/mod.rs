@@ -37,6 +37,8 @@ use args::*;
 /// The MCP key header of `decisions.md` (headers are case-insensitive); `X-API-Key` works too.
 pub const MCP_KEY_HEADER: &str = "memvault-api-key";
 const API_KEY_HEADER: &str = "x-api-key";
+/// How much of a refused request's body is read (and dropped) before answering.
+const REFUSED_BODY_LIMIT: usize = 256 * 1024;
 
 const INSTRUCTIONS: &str = "memvault keeps long-term memory for this user and the company's \
 documents. Save short, self-contained memories (one fact, preference, decision or piece of \
@@ -126,6 +128,9 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             next.run(request).await
         }
         Err(error) => {
+            // Read what the client sent before refusing it, so that the connection stays
+            // usable: a client retries on it with credentials (the OAuth flow starts here).
+            let _ = axum::body::to_bytes(request.into_body(), REFUSED_BODY_LIMIT).await;
             let mut challenge = format!(
                 "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
             );
