@@ -543,8 +543,10 @@ async fn a_panicking_phase_is_respawned() {
 
 #[tokio::test]
 async fn a_stale_phase_is_killed_and_respawned() {
+    // Long enough that a phase doing real work (embedding on a loaded machine) is never taken
+    // for a stale one; the hang is found a few seconds after it starts.
     let app = spawn_faulty(At::new(Phase::Extract, Fault::Hang, 1), |s| {
-        s.ingest_stale_ms = 300
+        s.ingest_stale_ms = 3_000
     })
     .await;
     let id = add_text(&app, "Acme", FACTS, json!({})).await;
