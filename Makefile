@@ -1,9 +1,11 @@
 # The two commands of the README: `make serve` and `make test`. Both install what is missing
 # first (once): the Debian packages OCR needs (scripts/install-system-packages.sh) and the local
-# embedding model (scripts/install-model.sh); `make test` also installs the MCP Python SDK its
-# MCP client test drives the server with (scripts/install-mcp-client.sh); then they run cargo.
+# embedding model (scripts/install-model.sh). `make test` also installs what its clients need:
+# the MCP Python SDK (scripts/install-mcp-client.sh) and, for the dashboard's end-to-end test,
+# Debian's Chromium, Node.js and playwright-core (scripts/install-e2e.sh); then it runs every
+# test: cargo's (unit, integration, MCP client) and the dashboard's in headless Chromium.
 
-.PHONY: serve test model packages mcp-client bench
+.PHONY: serve test model packages mcp-client e2e-deps bench e2e
 
 packages:
 	scripts/install-system-packages.sh
@@ -17,8 +19,17 @@ mcp-client: packages
 serve: packages model
 	cargo run --release -- serve
 
-test: packages model mcp-client
+e2e-deps: packages
+	scripts/install-e2e.sh
+
+test: packages model mcp-client e2e-deps
 	cargo test --workspace
+	tests/e2e/run.sh
 
 bench:
 	cargo bench --bench http
+
+# The dashboard's end-to-end test alone (make test runs it too): a fresh server on SQLite, one
+# headless Chromium, screenshots in tests/e2e/artifacts/.
+e2e: packages model e2e-deps
+	tests/e2e/run.sh

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod billing;
+pub mod dashboard;
 pub mod error;
 pub mod extract;
 pub mod health;
@@ -83,6 +84,11 @@ fn routes(max_upload_bytes: usize) -> Router<AppState> {
             "/billing/portal/{workspace_id}/plan",
             post(billing::portal_change),
         )
+        .route("/", get(dashboard::root))
+        .route("/app", get(dashboard::root))
+        .route("/app/", get(dashboard::index))
+        .route("/app/assets/{*file}", get(dashboard::asset))
+        .route("/app/{*rest}", get(dashboard::index))
         .route("/api/auth/sign-up", post(accounts::sign_up))
         .route("/api/auth/sign-in", post(accounts::sign_in))
         .route("/api/auth/sign-out", post(accounts::sign_out))

@@ -61,13 +61,11 @@ pub async fn register(State(state): State<AppState>, body: Bytes) -> Response {
 }
 
 /// A form body, or OAuth's `invalid_request`.
-fn form<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
-    serde_urlencoded::from_bytes(body).map_err(|e| {
-        oauth_error(OAuthError {
-            status: 400,
-            error: "invalid_request",
-            description: format!("the body is not a form: {e}"),
-        })
+fn form<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, OAuthError> {
+    serde_urlencoded::from_bytes(body).map_err(|e| OAuthError {
+        status: 400,
+        error: "invalid_request",
+        description: format!("the body is not a form: {e}"),
     })
 }
 
@@ -75,7 +73,7 @@ fn form<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
 pub async fn token(State(state): State<AppState>, body: Bytes) -> Response {
     let form: TokenForm = match form(&body) {
         Ok(form) => form,
-        Err(refused) => return refused,
+        Err(refused) => return oauth_error(refused),
     };
     match state.oauth.token(form).await {
         Ok(answer) => no_store(Json(answer).into_response()),
@@ -87,7 +85,7 @@ pub async fn token(State(state): State<AppState>, body: Bytes) -> Response {
 pub async fn revoke(State(state): State<AppState>, body: Bytes) -> Response {
     let form: RevokeForm = match form(&body) {
         Ok(form) => form,
-        Err(refused) => return refused,
+        Err(refused) => return oauth_error(refused),
     };
     match state.oauth.revoke(form).await {
         Ok(()) => no_store(Json(serde_json::json!({})).into_response()),

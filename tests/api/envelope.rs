@@ -47,7 +47,7 @@ async fn router_and_extractor_failures_use_the_envelope() {
         "route not found",
     )
     .await;
-    assert_error(app.send(Method::GET, "/").await, 404, "route not found").await;
+    assert_error(app.send(Method::GET, "/nope").await, 404, "route not found").await;
     assert_error(
         app.send(Method::PUT, "/api/memories").await,
         405,

@@ -10,6 +10,7 @@ mod actors;
 mod billing;
 mod cli;
 mod corpus;
+mod dashboard;
 mod envelope;
 mod keys;
 mod mcp;
