@@ -5,7 +5,8 @@
 //!   [`MIN_SIMILARITY`]); `strength` is the cosine.
 //! - **Relation** links (`derived: false`, `strength` 1): `same_note` between memories split
 //!   from the same note, and `same_entity` between memories that name the same entity (a
-//!   capitalised name or a code such as `ZX-4471`). Each group is linked as a chain in the
+//!   capitalised name or a code such as `ZX-4471`; a word opening a sentence counts when some
+//!   memory of the graph names it mid-sentence). Each group is linked as a chain in the
 //!   order the memories were made, so a group of n memories adds n - 1 links.
 //!
 //! `degree` counts every link touching a node; `meta` counts are exact for the graph returned.
@@ -143,6 +144,42 @@ fn entities(content: &str) -> HashSet<String> {
         .collect()
 }
 
+/// The capitalised words that open a memory's sentences ("Maria leads..."), lower-cased. A
+/// sentence start alone does not make a name ("The", "Our"); one that is a known name does.
+fn sentence_openers(content: &str) -> HashSet<String> {
+    let mut found = HashSet::new();
+    let mut start = true;
+    for raw in content.split_whitespace() {
+        let token = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        if start && token.chars().next().is_some_and(char::is_uppercase) {
+            found.insert(token.to_lowercase());
+        }
+        if !token.is_empty() {
+            start = false;
+        }
+        if raw.ends_with(['.', '!', '?', ':', ';']) {
+            start = true;
+        }
+    }
+    found
+}
+
+/// Each memory's entities: its names and codes, plus the words opening its sentences that
+/// some memory of the graph names mid-sentence (so "Maria leads the team" and "Ask Maria"
+/// share Maria).
+fn graph_entities(contents: &[&str]) -> Vec<HashSet<String>> {
+    let mut each: Vec<HashSet<String>> = contents.iter().map(|c| entities(c)).collect();
+    let known: HashSet<String> = each.iter().flatten().cloned().collect();
+    for (found, content) in each.iter_mut().zip(contents) {
+        found.extend(
+            sentence_openers(content)
+                .into_iter()
+                .filter(|word| known.contains(word)),
+        );
+    }
+    each
+}
+
 fn build_graph(mut memories: Vec<Memory>, vectors: Vec<Option<Vec<f32>>>) -> Graph {
     let mut links: Vec<GraphLink> = Vec::new();
     let mut seen: HashSet<(String, usize, usize)> = HashSet::new();
@@ -181,11 +218,13 @@ fn build_graph(mut memories: Vec<Memory>, vectors: Vec<Option<Vec<f32>>>) -> Gra
     let order: Vec<usize> = (0..memories.len()).rev().collect();
     let mut notes: BTreeMap<Uuid, Vec<usize>> = BTreeMap::new();
     let mut named: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let contents: Vec<&str> = memories.iter().map(|m| m.content.as_str()).collect();
+    let mut named_by = graph_entities(&contents);
     for &i in &order {
         if let Some(origin) = memories[i].origin_id {
             notes.entry(origin).or_default().push(i);
         }
-        for entity in entities(&memories[i].content) {
+        for entity in std::mem::take(&mut named_by[i]) {
             named.entry(entity).or_default().push(i);
         }
     }
@@ -250,6 +289,32 @@ mod tests {
         let mut found: Vec<_> = found.into_iter().collect();
         found.sort();
         assert_eq!(found, vec!["anna", "may", "zx-44"]);
+    }
+
+    #[test]
+    fn a_name_opening_a_sentence_counts_once_it_is_known() {
+        let each = graph_entities(&[
+            "Maria leads the platform team.",
+            "Deploys need a review. Maria approves them.",
+            "Ask Maria before Friday.",
+            "The release train leaves on Tuesdays.",
+        ]);
+        assert!(
+            each[0].contains("maria") && each[1].contains("maria"),
+            "{each:?}"
+        );
+        assert!(each[2].contains("maria"));
+        // A common opener is not a name: no memory names "the" or "deploys" mid-sentence.
+        assert!(
+            !each[3].contains("the") && !each[1].contains("deploys"),
+            "{each:?}"
+        );
+        // Without a mid-sentence mention, an opener stays a plain word.
+        let alone = graph_entities(&["Maria leads the team.", "Maria approves deploys."]);
+        assert!(
+            alone.iter().all(|found| !found.contains("maria")),
+            "{alone:?}"
+        );
     }
 
     #[test]
