@@ -18,7 +18,7 @@ if [ ! -d "$E2E/node_modules/playwright-core" ]; then
 fi
 
 cargo build --bin memvault
-BIN=target/debug/memvault
+BIN="${CARGO_TARGET_DIR:-target}/debug/memvault"
 
 PORT=$(node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close();})")
 BASE="http://127.0.0.1:$PORT"
