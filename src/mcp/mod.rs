@@ -211,10 +211,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<SaveArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::MemoriesWrite) {
-            Ok(who) => self.memories.create(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesWrite)?;
+            self.memories.create(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |outcome| match outcome {
             CreateOutcome::Saved(saved) => format!(
                 "{} memory {}: {}",
@@ -241,10 +242,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::MemoriesRead) {
-            Ok(who) => self.memories.search(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesRead)?;
+            self.memories.search(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |found| {
             lines(
                 format!("{} memories found", found.results.len()),
@@ -267,10 +269,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<ListArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::MemoriesRead) {
-            Ok(who) => self.memories.list(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesRead)?;
+            self.memories.list(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |list| {
             lines(
                 format!("{} of {} memories", list.memories.len(), list.total),
@@ -290,10 +293,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<MemoryRef>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::MemoriesRead) {
-            Ok(who) => self.memories.get(&who, &args.id, args.scope_params()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesRead)?;
+            self.memories.get(&who, &args.id, args.scope_params()).await
+        }
+        .await;
         Ok(answer(result, |m| {
             format!("{} (version {}, id {})", m.content, m.version, m.id)
         }))
@@ -309,14 +313,13 @@ impl MemvaultMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let (target, input) = args.split();
-        let result = match caller(&ctx, Scope::MemoriesWrite) {
-            Ok(who) => {
-                self.memories
-                    .update(&who, &target.id, target.scope_params(), input)
-                    .await
-            }
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesWrite)?;
+            self.memories
+                .update(&who, &target.id, target.scope_params(), input)
+                .await
+        }
+        .await;
         Ok(answer(result, |m| {
             format!(
                 "updated: {} (version {}, id {})",
@@ -335,14 +338,13 @@ impl MemvaultMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let (target, input) = args.split();
-        let result = match caller(&ctx, Scope::MemoriesWrite) {
-            Ok(who) => {
-                self.memories
-                    .forget(&who, &target.id, target.scope_params(), input)
-                    .await
-            }
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesWrite)?;
+            self.memories
+                .forget(&who, &target.id, target.scope_params(), input)
+                .await
+        }
+        .await;
         Ok(answer(result, |_| format!("forgot memory {}", target.id)))
     }
 
@@ -356,14 +358,13 @@ impl MemvaultMcp {
         Parameters(args): Parameters<MemoryRef>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::MemoriesRead) {
-            Ok(who) => {
-                self.memories
-                    .history(&who, &args.id, args.scope_params())
-                    .await
-            }
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesRead)?;
+            self.memories
+                .history(&who, &args.id, args.scope_params())
+                .await
+        }
+        .await;
         Ok(answer(result, |h| {
             lines(
                 format!("current (v{}): {}", h.current.version, h.current.content),
@@ -384,14 +385,13 @@ impl MemvaultMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let (target, input) = args.split();
-        let result = match caller(&ctx, Scope::MemoriesWrite) {
-            Ok(who) => {
-                self.memories
-                    .feedback(&who, &target.id, target.scope_params(), input)
-                    .await
-            }
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesWrite)?;
+            self.memories
+                .feedback(&who, &target.id, target.scope_params(), input)
+                .await
+        }
+        .await;
         Ok(answer(result, |_| {
             format!("feedback recorded for memory {}", target.id)
         }))
@@ -408,10 +408,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<ProfileArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::MemoriesRead) {
-            Ok(who) => self.memories.profile(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::MemoriesRead)?;
+            self.memories.profile(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |p| {
             let mut text = lines(
                 "static:".to_string(),
@@ -437,10 +438,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<VaultSearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::VaultRead) {
-            Ok(who) => self.vault.search(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::VaultRead)?;
+            self.vault.search(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |r| {
             let passages = r.chunks.iter().map(|c| {
                 let place = if c.section_path.is_empty() {
@@ -474,14 +476,14 @@ impl MemvaultMcp {
         Parameters(args): Parameters<FactArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::VaultWrite) {
-            Ok(who) => self
-                .vault
+        let result = async {
+            let who = caller(&ctx, Scope::VaultWrite)?;
+            self.vault
                 .add_fact(&who, args.into())
                 .await
-                .map(|(created, _)| created),
-            Err(e) => Err(e),
-        };
+                .map(|(created, _)| created)
+        }
+        .await;
         Ok(answer(result, |c| {
             format!("company fact {}: {}", c.memory.id, c.memory.content)
         }))
@@ -497,10 +499,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<IngestArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::VaultWrite) {
-            Ok(who) => self.vault.create_document(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::VaultWrite)?;
+            self.vault.create_document(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |a| {
             format!(
                 "document {} accepted ({}): {}",
@@ -518,10 +521,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<DocumentsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::VaultRead) {
-            Ok(who) => self.vault.list_documents(&who, args.into()).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::VaultRead)?;
+            self.vault.list_documents(&who, args.into()).await
+        }
+        .await;
         Ok(answer(result, |list| {
             lines(
                 format!("{} of {} documents", list.documents.len(), list.total),
@@ -542,10 +546,11 @@ impl MemvaultMcp {
         Parameters(args): Parameters<DocumentRefArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let result = match caller(&ctx, Scope::VaultRead) {
-            Ok(who) => self.vault.document(&who, &args.document_id, None).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let who = caller(&ctx, Scope::VaultRead)?;
+            self.vault.document(&who, &args.document_id, None).await
+        }
+        .await;
         Ok(answer(result, |d| {
             format!(
                 "{}: {} ({} of {} chunks processed, {} facts extracted)",
