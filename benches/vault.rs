@@ -79,8 +79,9 @@
 //!    returned chunks in order of first appearance. nDCG@10 (gain = the qrels score, log2
 //!    discount, ideal from the judged documents) over its first 10 documents; recall R@k =
 //!    judged documents among the documents of the first k chunks / judged documents. The API
-//!    returns at most 20 chunks (`limit` is 1..20) and offers no paging, so R@100 cannot be
-//!    reached: R@20 is reported instead (20 chunks, which may name fewer than 20 documents).
+//!    returns at most 20 chunks a page (`limit` is 1..20); R@100 reads the next pages with
+//!    `offset` 20, 40, 60 and 80 (untimed; the ranking is recomputed per page, so a chunk seen
+//!    on an earlier page counts once). 100 chunks may name fewer than 100 documents.
 //!
 //! # Output
 //!
@@ -98,6 +99,9 @@
 //! - `BENCH_CONCURRENCY` (4): SciFact documents posted at a time.
 //! - `VAULT_PDF_PAGES` (100), `VAULT_PDF_WORDS` (400): the generated PDF.
 //! - `VAULT_POLL_MS` (50): poll interval of the formats and pdf100 parts (SciFact: 200 ms).
+//! - `SCIFACT_SWEEP` (none): after the SciFact passes, fusion settings to compare on the same
+//!   ingested corpus, comma-separated `score:<weight>`, `minmax:<weight>` or `rrf`; each starts
+//!   another server on the same database and runs the hybrid pass (nDCG@10, R@10, R@20, R@100).
 //! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
 //!   fresh database created on that server and dropped at the end; otherwise SQLite in a
 //!   temporary directory. `BENCH_KEEP_DATABASE=1` keeps it.
@@ -117,7 +121,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
 use database::{is_postgres, percentile_ms, Database};
-use memvault::config::{MemoryLimits, Settings, Switch};
+use memvault::config::{Fusion, MemoryLimits, Settings, Switch};
 use memvault::embedding::Embedder;
 use memvault::services::AccountsService;
 use memvault::startup::{load_embedder, Application, Overrides};
@@ -140,6 +144,8 @@ const SEARCH_LIMIT: usize = 20;
 const NDCG_K: usize = 10;
 /// Recall cut-offs (in chunks returned).
 const RECALL_KS: [usize; 2] = [10, 20];
+/// Recall depth reached by paging (`offset`): 5 pages of [`SEARCH_LIMIT`] chunks.
+const DEEP_K: usize = 100;
 /// Error messages kept per phase.
 const ERROR_SAMPLES: usize = 5;
 /// Characters of an unexpected response body shown in its error message.
@@ -206,6 +212,8 @@ struct Config {
     poll: Duration,
     postgres_url: Option<String>,
     keep_database: bool,
+    /// `SCIFACT_SWEEP`: Context Vault fusion settings to compare on the same ingested corpus.
+    sweep: Vec<(Fusion, f32)>,
 }
 
 /// An environment variable, `None` when unset or blank.
@@ -276,11 +284,44 @@ impl Config {
             poll: Duration::from_millis(env_count("VAULT_POLL_MS", 1)?.unwrap_or(50) as u64),
             postgres_url,
             keep_database: env_var("BENCH_KEEP_DATABASE").is_some_and(|v| v == "1"),
+            sweep: match env_var("SCIFACT_SWEEP") {
+                Some(raw) => parse_sweep(&raw)?,
+                None => Vec::new(),
+            },
         })
     }
 
     fn runs(&self, part: BenchPart) -> bool {
         self.parts.contains(&part)
+    }
+}
+
+/// `SCIFACT_SWEEP`: comma-separated `fusion:weight` (`score:0.5`, `minmax:0.6`) or `rrf`.
+fn parse_sweep(raw: &str) -> anyhow::Result<Vec<(Fusion, f32)>> {
+    let mut out = Vec::new();
+    for item in raw.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, weight) = item.split_once(':').unwrap_or((item, "0.5"));
+        let fusion = match name {
+            "score" => Fusion::Score,
+            "minmax" => Fusion::MinMax,
+            "rrf" => Fusion::Rrf,
+            other => bail!("SCIFACT_SWEEP: `{other}` is not one of score, minmax, rrf"),
+        };
+        let weight: f32 = weight
+            .parse()
+            .ok()
+            .filter(|w| (0.0..=1.0).contains(w))
+            .with_context(|| format!("SCIFACT_SWEEP: `{item}` needs a weight in 0..1"))?;
+        out.push((fusion, weight));
+    }
+    Ok(out)
+}
+
+fn fusion_name(fusion: Fusion) -> &'static str {
+    match fusion {
+        Fusion::Score => "score",
+        Fusion::MinMax => "minmax",
+        Fusion::Rrf => "rrf",
     }
 }
 
@@ -524,9 +565,14 @@ impl Target {
         vault: &str,
         q: &str,
         ranking: Ranking,
+        offset: usize,
     ) -> Result<Vec<(Uuid, Uuid)>, String> {
-        let what = format!("GET /api/context-vault/search (ranking={})", ranking.name());
+        let what = format!(
+            "GET /api/context-vault/search (ranking={}, offset={offset})",
+            ranking.name()
+        );
         let limit = SEARCH_LIMIT.to_string();
+        let offset = offset.to_string();
         let request = self
             .client
             .get(self.url("/api/context-vault/search"))
@@ -537,6 +583,7 @@ impl Target {
                 ("limit", limit.as_str()),
                 ("vaultId", vault),
                 ("ranking", ranking.name()),
+                ("offset", offset.as_str()),
             ]);
         let found = expect_json(request, &what, StatusCode::OK).await?;
         let chunks = found["chunks"]
@@ -1507,6 +1554,8 @@ struct Pass {
     vector: &'static str,
     ndcg: f64,
     recalls: [f64; RECALL_KS.len()],
+    /// R@[`DEEP_K`] over the pages of the ranking (not for the case-changed pass).
+    recall_deep: f64,
     /// Mean distinct documents among the returned chunks.
     docs_per_list: f64,
     chunks_per_list: f64,
@@ -1535,6 +1584,7 @@ async fn search_pass(
         vector: "",
         ndcg: 0.0,
         recalls: [0.0; RECALL_KS.len()],
+        recall_deep: 0.0,
         docs_per_list: 0.0,
         chunks_per_list: 0.0,
         latencies: Vec::with_capacity(scored.len()),
@@ -1550,7 +1600,7 @@ async fn search_pass(
             query.query.to_string()
         };
         let sent = Instant::now();
-        let result = target.search(vault, &q, ranking).await;
+        let result = target.search(vault, &q, ranking, 0).await;
         pass.latencies.push(sent.elapsed());
         let ids = match result {
             Ok(ids) => ids,
@@ -1559,6 +1609,28 @@ async fn search_pass(
                 Vec::new()
             }
         };
+        // R@100: the next pages (`offset`), not timed; a chunk seen on an earlier page (the
+        // ranking is recomputed per page) counts once.
+        let mut deep: Vec<(Uuid, Uuid)> = ids.clone();
+        if !lower {
+            for offset in (SEARCH_LIMIT..DEEP_K).step_by(SEARCH_LIMIT) {
+                match target.search(vault, &q, ranking, offset).await {
+                    Ok(page) => {
+                        for hit in page {
+                            if !deep.iter().any(|d| d.0 == hit.0) {
+                                deep.push(hit);
+                            }
+                        }
+                    }
+                    Err(e) => pass.errors.push(e),
+                }
+            }
+        }
+        let deep_sources: Vec<&str> = deep
+            .iter()
+            .map(|(_, id)| corpus_of.get(id).map_or("", String::as_str))
+            .collect();
+        pass.recall_deep += recall_at(DEEP_K, &deep_sources, query.judged);
         let sources: Vec<&str> = ids
             .iter()
             .map(|(_, id)| {
@@ -1590,6 +1662,7 @@ async fn search_pass(
     }
     let n = scored.len().max(1) as f64;
     pass.ndcg /= n;
+    pass.recall_deep /= n;
     for r in &mut pass.recalls {
         *r /= n;
     }
@@ -1610,7 +1683,18 @@ struct Ingested {
     error: Option<String>,
 }
 
-async fn scifact_part(target: &Arc<Target>, config: &Config, errors: &mut Errors) {
+/// What the SciFact part needs to start more servers on the same database (`SCIFACT_SWEEP`).
+struct Restart<'a> {
+    settings: &'a Settings,
+    embedder: Arc<dyn Embedder>,
+}
+
+async fn scifact_part(
+    target: &Arc<Target>,
+    config: &Config,
+    restart: &Restart<'_>,
+    errors: &mut Errors,
+) {
     if !config.scifact_dir.join("corpus.jsonl").is_file() {
         say_missing("SciFact", &config.scifact_dir, "SCIFACT_PATH");
         return;
@@ -1929,18 +2013,23 @@ async fn scifact_part(target: &Arc<Target>, config: &Config, errors: &mut Errors
     );
     println!();
     println!(
-        "| ranking | queries | nDCG@10 | R@10 | R@20 | documents per list | p50 ms | p95 ms | \
-         query vector | errors |"
+        "| ranking | queries | nDCG@10 | R@10 | R@20 | R@100 | documents per list | p50 ms | \
+         p95 ms | query vector | errors |"
     );
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|---|--:|");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|");
     for pass in &passes {
         println!(
-            "| {} | {} | **{:.3}** | {:.3} | {:.3} | {:.1} of {:.1} chunks | {:.1} | {:.1} | {} | {} |",
+            "| {} | {} | **{:.3}** | {:.3} | {:.3} | {} | {:.1} of {:.1} chunks | {:.1} | {:.1} | {} | {} |",
             pass.label,
             pass.latencies.len(),
             pass.ndcg,
             pass.recalls[0],
             pass.recalls[1],
+            if pass.label.contains("case changed") {
+                "-".to_string()
+            } else {
+                format!("{:.3}", pass.recall_deep)
+            },
             pass.docs_per_list,
             pass.chunks_per_list,
             percentile_ms(&pass.latencies, 50.0),
@@ -1958,8 +2047,8 @@ async fn scifact_part(target: &Arc<Target>, config: &Config, errors: &mut Errors
         })
         .count();
     println!(
-        "R@k = judged documents among the sources of the first k chunks (the API returns at most \
-         {SEARCH_LIMIT} chunks, so R@100 is out of reach); nDCG@10 over the first 10 distinct \
+        "R@k = judged documents among the sources of the first k chunks; R@100 reads the \
+         ranking's next pages with `offset` (20, 40, 60, 80; not timed); nDCG@10 over the first 10 distinct \
          source documents. Passes ran in the order shown, each over every query; the keyword pass \
          with the query's letter case changed returned the same chunks in the same order as the \
          keyword pass for {same} of {} queries, the same chunks in another order for {same_set}.",
@@ -1983,6 +2072,87 @@ async fn scifact_part(target: &Arc<Target>, config: &Config, errors: &mut Errors
         passes[0].ndcg,
         search_wall.as_secs_f64()
     );
+    println!();
+    if !config.sweep.is_empty() {
+        sweep(target, config, restart, &vault, &scored, &corpus_of, errors).await;
+    }
+}
+
+/// `SCIFACT_SWEEP`: for each fusion setting, a server started on the same database (its
+/// indexes rebuilt from it) answers the hybrid pass; quality only (the latencies are not
+/// comparable: the new server's HNSW segments are still being built while it answers).
+async fn sweep(
+    target: &Target,
+    config: &Config,
+    restart: &Restart<'_>,
+    vault: &str,
+    scored: &[Scored<'_>],
+    corpus_of: &HashMap<Uuid, String>,
+    errors: &mut Errors,
+) {
+    println!("### Fusion sweep (`SCIFACT_SWEEP`, hybrid ranking, same corpus)");
+    println!();
+    println!(
+        "Each row is a server started on the same database with `vault_search_fusion` and          `vault_search_semantic_weight` set as shown."
+    );
+    println!();
+    println!("| fusion | vector weight | nDCG@10 | R@10 | R@20 | R@100 | errors |");
+    println!("|---|--:|--:|--:|--:|--:|--:|");
+    for &(fusion, weight) in &config.sweep {
+        let settings = Settings {
+            vault_search_fusion: fusion,
+            vault_search_semantic_weight: weight,
+            ..restart.settings.clone()
+        };
+        let app = match Application::build_with(
+            &settings,
+            Overrides {
+                embedder: Some(restart.embedder.clone()),
+                ..Overrides::default()
+            },
+        )
+        .await
+        {
+            Ok(app) => app,
+            Err(e) => {
+                errors.push(format!("sweep: cannot start memvault: {e:#}"));
+                continue;
+            }
+        };
+        let variant = Target {
+            client: target.client.clone(),
+            base: format!("http://{}", app.local_addr()),
+            key: target.key.clone(),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        let pass = search_pass(&variant, vault, scored, corpus_of, Ranking::Hybrid, false).await;
+        pass.errors.show("scifact sweep");
+        errors.count += pass.errors.count;
+        println!(
+            "| {} | {} | **{:.3}** | {:.3} | {:.3} | {:.3} | {} |",
+            fusion_name(fusion),
+            if fusion == Fusion::Rrf {
+                "-".to_string()
+            } else {
+                format!("{weight:.2}")
+            },
+            pass.ndcg,
+            pass.recalls[0],
+            pass.recalls[1],
+            pass.recall_deep,
+            pass.errors.count
+        );
+        let _ = stop.send(());
+        if !matches!(
+            tokio::time::timeout(Duration::from_secs(60), server).await,
+            Ok(Ok(Ok(())))
+        ) {
+            errors.push("sweep: a server did not stop cleanly".to_string());
+        }
+    }
     println!();
 }
 
@@ -2369,7 +2539,11 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
     if config.runs(BenchPart::Scifact) {
         settle("scifact").await;
         let mut part_errors = Errors::default();
-        scifact_part(&target, config, &mut part_errors).await;
+        let restart = Restart {
+            settings: &settings,
+            embedder: embedder.clone(),
+        };
+        scifact_part(&target, config, &restart, &mut part_errors).await;
         part_errors.show("scifact");
         errors.count += part_errors.count;
     }

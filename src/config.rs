@@ -91,6 +91,10 @@ pub struct Settings {
     pub search_fusion: Fusion,
     /// Share of vector similarity in a `score`-fused hybrid score (the rest is BM25), 0 to 1.
     pub search_semantic_weight: f32,
+    /// The same two choices for Context Vault search (`GET /api/context-vault/search`), chosen
+    /// apart because documents are not chat memories: their benchmark (SciFact) picks its own.
+    pub vault_search_fusion: Fusion,
+    pub vault_search_semantic_weight: f32,
     /// Query vectors kept in the cache.
     pub query_cache_entries: u64,
     /// Lines of each part of a profile.
@@ -165,6 +169,9 @@ pub struct BillingProducts {
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
     Score,
+    /// Both sides min-max normalised over the query's candidates, then weighted.
+    #[serde(rename = "minmax")]
+    MinMax,
     Rrf,
 }
 
@@ -202,6 +209,8 @@ impl Default for Settings {
             long_note_chars: 1_000,
             search_fusion: Fusion::Score,
             search_semantic_weight: 0.7,
+            vault_search_fusion: Fusion::Score,
+            vault_search_semantic_weight: 0.7,
             query_cache_entries: 10_000,
             profile_lines: 50,
             max_upload_bytes: 25 * 1024 * 1024,

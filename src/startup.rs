@@ -125,11 +125,18 @@ impl Application {
     }
 
     pub async fn build_with(settings: &Settings, overrides: Overrides) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&settings.search_semantic_weight),
-            "search_semantic_weight must be between 0 and 1, not {}",
-            settings.search_semantic_weight
-        );
+        for (name, weight) in [
+            ("search_semantic_weight", settings.search_semantic_weight),
+            (
+                "vault_search_semantic_weight",
+                settings.vault_search_semantic_weight,
+            ),
+        ] {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&weight),
+                "{name} must be between 0 and 1, not {weight}"
+            );
+        }
         let extra = overrides.routes.unwrap_or_default();
         let embedder = match overrides.embedder {
             Some(embedder) => embedder,
@@ -233,8 +240,8 @@ impl Application {
                 max_bytes: settings.max_upload_bytes,
             },
             max_upload_bytes: settings.max_upload_bytes,
-            fusion: settings.search_fusion,
-            semantic_weight: settings.search_semantic_weight,
+            fusion: settings.vault_search_fusion,
+            semantic_weight: settings.vault_search_semantic_weight,
             extractor: match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
                 Some(url) => Arc::new(LlmExtractor {
                     chat: ChatClient::new(url, &settings.llm_model, settings.llm_key.clone())?,

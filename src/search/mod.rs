@@ -560,6 +560,13 @@ impl SearchEngine {
 
 /// Combines the keyword and vector rankings into one score in [0, 1] per candidate.
 /// `similarity` gives the exact cosine of any candidate (for those only BM25 found).
+///
+/// - `Fusion::Score`: `w × cosine + (1 - w) × BM25 / best BM25`.
+/// - `Fusion::MinMax`: the same weights over min-max normalised values: each side is rescaled
+///   to [0, 1] over this query's candidates (lowest 0, highest 1), so neither side's spread
+///   (cosines crowd between 0.3 and 0.7) mutes the other. A candidate one side did not find
+///   gets that side's 0 for BM25 and its exact cosine, rescaled, for vectors.
+/// - `Fusion::Rrf`: reciprocal-rank fusion, divided by its best possible value.
 fn fuse(
     keyword: &[(Slot, f32)],
     semantic: &[(Slot, f32)],
@@ -567,9 +574,13 @@ fn fuse(
     similarity: impl Fn(Slot) -> Option<f32>,
 ) -> Vec<(Slot, f32)> {
     let best_bm25 = keyword.iter().map(|k| k.1).fold(0.0_f32, f32::max);
+    let least_bm25 = keyword.iter().map(|k| k.1).fold(f32::INFINITY, f32::min);
+    let min_max = query.fusion == Fusion::MinMax;
     let mut candidates: HashMap<Slot, (Option<usize>, Option<usize>, f32)> = HashMap::new();
     for (rank, (slot, bm25)) in keyword.iter().enumerate() {
-        let normalised = if best_bm25 > 0.0 {
+        let normalised = if min_max {
+            unit(*bm25, least_bm25, best_bm25)
+        } else if best_bm25 > 0.0 {
             bm25 / best_bm25
         } else {
             0.0
@@ -579,17 +590,30 @@ fn fuse(
     for (rank, (slot, _)) in semantic.iter().enumerate() {
         candidates.entry(*slot).or_insert((None, None, 0.0)).1 = Some(rank);
     }
+    let cosines: HashMap<Slot, f32> = match query.mode {
+        Mode::Keyword => HashMap::new(),
+        Mode::Semantic | Mode::Hybrid => candidates
+            .keys()
+            .map(|&slot| (slot, similarity(slot).unwrap_or(0.0).max(0.0)))
+            .collect(),
+    };
+    let cosine = |slot: Slot| cosines.get(&slot).copied().unwrap_or(0.0);
+    let (least_cosine, best_cosine) = cosines
+        .values()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &c| {
+            (lo.min(c), hi.max(c))
+        });
+    let w = query.semantic_weight.clamp(0.0, 1.0);
     candidates
         .into_iter()
         .map(|(slot, (keyword_rank, semantic_rank, bm25))| {
             let score = match query.mode {
                 Mode::Keyword => bm25,
-                Mode::Semantic => similarity(slot).unwrap_or(0.0).max(0.0),
+                Mode::Semantic => cosine(slot),
                 Mode::Hybrid => match query.fusion {
-                    Fusion::Score => {
-                        let sim = similarity(slot).unwrap_or(0.0).max(0.0);
-                        let w = query.semantic_weight.clamp(0.0, 1.0);
-                        w * sim + (1.0 - w) * bm25
+                    Fusion::Score => w * cosine(slot) + (1.0 - w) * bm25,
+                    Fusion::MinMax => {
+                        w * unit(cosine(slot), least_cosine, best_cosine) + (1.0 - w) * bm25
                     }
                     Fusion::Rrf => {
                         let part = |rank: Option<usize>| {
@@ -602,6 +626,15 @@ fn fuse(
             (slot, score.clamp(0.0, 1.0))
         })
         .collect()
+}
+
+/// `value` rescaled from `[least, best]` to [0, 1]; 1 when every value is the same.
+fn unit(value: f32, least: f32, best: f32) -> f32 {
+    if best > least {
+        ((value - least) / (best - least)).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
 }
 
 /// Applies recency and feedback to a fused score; the result stays in [0, 1].
@@ -697,5 +730,44 @@ mod tests {
         assert!((score(1) - 1.0).abs() < 1e-6);
         assert!(score(2) < score(1) && score(3) < score(1));
         assert!(fused.iter().all(|f| (0.0..=1.0).contains(&f.1)));
+    }
+
+    #[test]
+    fn min_max_fusion_rescales_both_sides() {
+        let query = Query {
+            text: "",
+            vector: None,
+            mode: Mode::Hybrid,
+            fusion: Fusion::MinMax,
+            semantic_weight: 0.5,
+            filter: Filter::default(),
+            limit: 10,
+        };
+        // Slot 1: best BM25, lowest cosine; slot 2: lowest BM25, best cosine; slot 3: vectors
+        // only, cosine in between.
+        let cosines = [(1, 0.30), (2, 0.50), (3, 0.40)];
+        let fused = fuse(
+            &[(1, 8.0), (2, 4.0)],
+            &[(2, 0.5), (3, 0.4)],
+            &query,
+            |slot| cosines.iter().find(|c| c.0 == slot).map(|c| c.1),
+        );
+        let score = |slot| fused.iter().find(|f| f.0 == slot).unwrap().1;
+        assert!((score(1) - 0.5).abs() < 1e-6, "{fused:?}");
+        assert!((score(2) - 0.5).abs() < 1e-6, "{fused:?}");
+        assert!((score(3) - 0.25).abs() < 1e-6, "{fused:?}");
+        // Plain score fusion lets BM25 win here: the cosines are too close to matter.
+        let plain = fuse(
+            &[(1, 8.0), (2, 4.0)],
+            &[(2, 0.5), (3, 0.4)],
+            &Query {
+                fusion: Fusion::Score,
+                ..query
+            },
+            |slot| cosines.iter().find(|c| c.0 == slot).map(|c| c.1),
+        );
+        let plain_score = |slot| plain.iter().find(|f| f.0 == slot).unwrap().1;
+        assert!(plain_score(1) > plain_score(2));
+        assert_eq!(unit(3.0, 3.0, 3.0), 1.0);
     }
 }

@@ -1,12 +1,13 @@
 //! `spawn_app()`: a server on port 0 with a fresh database, a workspace and its key.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
 use memvault::config::{LogFormat, Settings, Switch};
-use memvault::embedding::{Embedder, LocalEmbedder};
+use memvault::embedding::{EmbedError, Embedder, LocalEmbedder};
 use memvault::http::AppState;
 use memvault::model::Plan;
 use memvault::services::AccountsService;
@@ -98,6 +99,31 @@ pub fn shared_embedder(settings: &Settings) -> Arc<dyn Embedder> {
         .clone()
 }
 
+/// The shared model behind a switch: once a test turns it off, every call fails as an
+/// unreachable embedding server would.
+struct Switchable {
+    model: Arc<dyn Embedder>,
+    off: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl Embedder for Switchable {
+    fn model(&self) -> &str {
+        self.model.model()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.model.dimensions()
+    }
+
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.off.load(Ordering::SeqCst) {
+            return Err(EmbedError::Remote("switched off by the test".to_string()));
+        }
+        self.model.embed(texts).await
+    }
+}
+
 pub fn test_settings(db: &TestDb) -> Settings {
     let level = std::env::var("TEST_LOG").unwrap_or_else(|_| "off".to_string());
     memvault::telemetry::init(LogFormat::Text, &level);
@@ -126,6 +152,7 @@ pub struct TestApp {
     pub workspaces: Workspaces,
     pub db: TestDb,
     pub settings: Settings,
+    embedder_off: Arc<AtomicBool>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -186,11 +213,15 @@ async fn start_server(
     let extra: Router<AppState> = Router::new()
         .route("/test/panic", get(panics))
         .route("/test/slow", get(slow));
+    let embedder_off = Arc::new(AtomicBool::new(false));
     let app = Application::build_with(
         &settings,
         Overrides {
             routes: Some(extra),
-            embedder: Some(shared_embedder(&settings)),
+            embedder: Some(Arc::new(Switchable {
+                model: shared_embedder(&settings),
+                off: embedder_off.clone(),
+            })),
             skip_index_rebuild: false,
             pipeline_faults: faults,
         },
@@ -215,6 +246,7 @@ async fn start_server(
         workspaces,
         db,
         settings,
+        embedder_off,
         stop: Some(stop),
         server: Some(server),
     }
@@ -286,6 +318,15 @@ impl TestApp {
         let json: Value = response.json().await.unwrap();
         assert_eq!(status, 201, "save failed: {json}");
         json["memory"].clone()
+    }
+
+    /// From now on every embedding this server asks for fails (as a down embedding server).
+    pub fn embedder_fails(&self) {
+        self.embedder_off.store(true, Ordering::SeqCst);
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.request(Method::GET, path).send().await.unwrap()
     }
 
     pub async fn get_json(&self, path: &str) -> (u16, Value) {

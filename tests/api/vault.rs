@@ -338,6 +338,65 @@ async fn an_image_is_read_by_ocr() {
 }
 
 #[tokio::test]
+async fn search_pages_with_offset_up_to_the_hundredth_result() {
+    let app = spawn_app().await;
+    let id = add_text(&app, "Acme profile", FACTS, json!({})).await;
+    completed(&app, &id).await;
+    let ids = |found: &Value| -> Vec<String> {
+        found["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let q = "q=acme%20company%20employs%20headquarters%20revenue&mode=memories";
+    let whole = ids(&search(&app, &format!("{q}&limit=4")).await);
+    assert_eq!(whole.len(), 4, "{whole:?}");
+    let first = ids(&search(&app, &format!("{q}&limit=2")).await);
+    let second = ids(&search(&app, &format!("{q}&limit=2&offset=2")).await);
+    assert_eq!(first, whole[..2]);
+    assert_eq!(second, whole[2..]);
+    let past = search(&app, &format!("{q}&limit=2&offset=50")).await;
+    assert!(ids(&past).is_empty(), "{past}");
+    assert_eq!(past["found"], 0);
+    // 80 + 20 is the deepest page; a deeper one, or a negative offset, names the field.
+    search(&app, &format!("{q}&limit=20&offset=80")).await;
+    for bad in ["81", "-1", "two"] {
+        assert_error(
+            app.get(&format!("/api/context-vault/search?{q}&offset={bad}"))
+                .await,
+            400,
+            "offset",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn keyword_search_does_not_embed_the_query() {
+    // A model that can no longer embed: keyword ranking must not need it.
+    let app = spawn_app().await;
+    let id = add_text(&app, "Acme profile", FACTS, json!({})).await;
+    completed(&app, &id).await;
+    app.embedder_fails();
+    let found = search(&app, "q=Geneva%20headquarters&ranking=keyword").await;
+    assert!(
+        found["chunks"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Geneva"),
+        "{found}"
+    );
+    assert!(!found["memories"].as_array().unwrap().is_empty());
+    // Rankings that read the query vector report the failure.
+    let (status, json) = app
+        .get_json("/api/context-vault/search?q=where%20is%20the%20head%20office")
+        .await;
+    assert_eq!(status, 503, "{json}");
+}
+
+#[tokio::test]
 async fn bad_files_end_with_a_clear_error_and_the_server_keeps_serving() {
     let app = spawn_app_with(|s| s.max_upload_bytes = 64 * 1024).await;
     // Refused at the door.

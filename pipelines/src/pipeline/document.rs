@@ -2,6 +2,7 @@
 //! progress, and leaves its outcome in the shared slot before it stops. It never writes a
 //! terminal status: the supervisor does, when it sees the generation end.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -34,6 +35,10 @@ pub struct DocumentArgs {
     pub slots: PhaseSlots,
     pub shared: Arc<Shared>,
 }
+
+/// Fact texts embedded in one model call, at least (unless the document has fewer): enough
+/// for the model's batch throughput, few enough that a group's facts are saved soon.
+const FACT_BATCH: usize = 64;
 
 pub struct DocumentPipeline;
 
@@ -260,33 +265,76 @@ impl DocumentState {
         let store = self.args.engines.store.clone();
         let chunks = store.chunks_to_extract(self.args.id).await?;
         let total = chunks.len() as u32;
-        for (done, chunk) in chunks.iter().enumerate() {
-            self.record(Phase::Extract, done as u32, total).await?;
-            let facts = self
-                .args
-                .engines
-                .extractor
-                .extract(&task.title, chunk)
-                .await
-                .map_err(|e| PhaseError::Transient(format!("extraction: {e}")))?;
-            let embedded = if facts.is_empty() {
-                Vec::new()
-            } else {
-                let texts = facts.iter().map(|f| f.content.clone()).collect();
+        // Facts are embedded for several chunks at once (the model's throughput grows with the
+        // batch), and a fact text met before in this generation (chunk overlap, repeated
+        // boilerplate) reuses its vector instead of being embedded again.
+        let mut known: HashMap<String, Vec<f32>> = HashMap::new();
+        let mut saved = 0u32;
+        let mut next = 0usize;
+        while next < chunks.len() {
+            let mut group = Vec::new();
+            let mut waiting = 0usize;
+            while next < chunks.len() && (group.is_empty() || waiting < FACT_BATCH) {
+                let chunk = &chunks[next];
+                next += 1;
+                // Extraction of each chunk is progress, whatever the counts say.
+                self.args.shared.progress.beat();
+                let facts = self
+                    .args
+                    .engines
+                    .extractor
+                    .extract(&task.title, chunk)
+                    .await
+                    .map_err(|e| PhaseError::Transient(format!("extraction: {e}")))?;
+                waiting += facts
+                    .iter()
+                    .filter(|f| !known.contains_key(&f.content))
+                    .count();
+                group.push((chunk, facts));
+            }
+            let mut texts: Vec<String> = Vec::new();
+            let mut queued: HashSet<&str> = HashSet::new();
+            for (_, facts) in &group {
+                for fact in facts {
+                    if !known.contains_key(&fact.content) && queued.insert(&fact.content) {
+                        texts.push(fact.content.clone());
+                    }
+                }
+            }
+            if !texts.is_empty() {
                 let vectors = self
                     .args
                     .engines
                     .embedder
-                    .embed(texts)
+                    .embed(texts.clone())
                     .await
                     .map_err(|e| PhaseError::Transient(format!("embedding: {e}")))?;
-                facts
+                if vectors.len() != texts.len() {
+                    return Err(PhaseError::Transient(format!(
+                        "embedding: {} vectors for {} facts",
+                        vectors.len(),
+                        texts.len()
+                    )));
+                }
+                known.extend(texts.into_iter().zip(vectors));
+            }
+            for (chunk, facts) in group {
+                self.record(Phase::Extract, saved, total).await?;
+                let embedded = facts
                     .into_iter()
-                    .zip(vectors)
-                    .map(|(fact, vector)| EmbeddedFact { fact, vector })
-                    .collect()
-            };
-            store.save_facts(self.args.id, chunk, &embedded).await?;
+                    .map(|fact| match known.get(&fact.content) {
+                        Some(vector) => Ok(EmbeddedFact {
+                            vector: vector.clone(),
+                            fact,
+                        }),
+                        None => Err(PhaseError::Transient(
+                            "embedding: a fact was left without a vector".to_string(),
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                store.save_facts(self.args.id, chunk, &embedded).await?;
+                saved += 1;
+            }
         }
         self.record(Phase::Extract, total, total).await?;
         Ok(store.finish_phase(self.args.id, Phase::Extract).await?)

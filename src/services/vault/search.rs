@@ -25,6 +25,8 @@ pub const MAX_QUERY_CHARS: usize = 1_000;
 pub const DEFAULT_LIMIT: i64 = 8;
 pub const MAX_LIMIT: i64 = 20;
 pub const MAX_SCOPES: usize = 20;
+/// How deep paging reaches: `offset + limit` is at most this.
+pub const MAX_DEPTH: i64 = 100;
 
 /// What the search returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +134,14 @@ impl VaultService {
             1,
             MAX_LIMIT,
         )? as usize;
+        let offset = int_param(
+            "offset",
+            params.offset.as_deref(),
+            0,
+            0,
+            MAX_DEPTH - MAX_LIMIT,
+        )? as usize;
+        let depth = offset + limit;
         let projects = project_filter(params.project.as_deref())?;
         let scopes = scopes(&params)?;
         let vault = self.vault(caller, params.vault_id.as_deref()).await?;
@@ -144,11 +154,17 @@ impl VaultService {
             })
             .collect();
 
-        let vector = self.embeddings.embed_query(q).await.map_err(embed_error)?;
+        // Keyword ranking never reads a query vector, so it does not pay for one.
+        let vector = match ranking {
+            Mode::Keyword => None,
+            Mode::Hybrid | Mode::Semantic => {
+                Some(self.embeddings.embed_query(q).await.map_err(embed_error)?)
+            }
+        };
         self.indexes.settle().await.map_err(search_error)?;
         let query = Query {
             text: q,
-            vector: Some(vector.as_slice()),
+            vector: vector.as_deref().map(Vec::as_slice),
             mode: ranking,
             fusion: self.fusion,
             semantic_weight: self.semantic_weight,
@@ -157,7 +173,7 @@ impl VaultService {
                 categories: Vec::new(),
                 now_micros: to_micros(now()),
             },
-            limit,
+            limit: depth,
         };
         let in_lanes = |workspace: Uuid, vault_id: Uuid, scope: &str, project: &str| {
             workspace == caller.workspace_id
@@ -179,9 +195,10 @@ impl VaultService {
                     .total_cmp(&score(&scores, a.id))
                     .then(a.id.cmp(&b.id))
             });
-            rows.truncate(limit);
             chunks = rows
                 .iter()
+                .skip(offset)
+                .take(limit)
                 .map(|c| ChunkView::of(c, score(&scores, c.id)))
                 .collect();
         }
@@ -204,7 +221,7 @@ impl VaultService {
                     .total_cmp(&score(&scores, a.id))
                     .then(a.id.cmp(&b.id))
             });
-            rows.truncate(limit);
+            let rows: Vec<_> = rows.into_iter().skip(offset).take(limit).collect();
             let relevance: Vec<f32> = rows.iter().map(|m| score(&scores, m.id)).collect();
             memories = self.with_evidence(&rows, &relevance).await?;
         }

@@ -361,6 +361,9 @@ pub struct VaultSearchParams {
     pub scopes: Option<String>,
     /// Results per list, 1 to 20 (default 8).
     pub limit: Option<String>,
+    /// Results to skip in each list before `limit` are returned, 0 to 80 (default 0): the
+    /// next page of a ranking, up to its 100th result.
+    pub offset: Option<String>,
     /// Comma-separated projects; `__memvault_no_project__` selects content without one.
     pub project: Option<String>,
     /// How results are ranked: `hybrid` (default: keywords and meaning fused), `keyword`
