@@ -2104,30 +2104,18 @@ async fn sweep(
             vault_search_semantic_weight: weight,
             ..restart.settings.clone()
         };
-        let app = match Application::build_with(
-            &settings,
-            Overrides {
-                embedder: Some(restart.embedder.clone()),
-                ..Overrides::default()
-            },
-        )
-        .await
-        {
-            Ok(app) => app,
+        let running = match Running::start(&settings, restart.embedder.clone()).await {
+            Ok(running) => running,
             Err(e) => {
-                errors.push(format!("sweep: cannot start memvault: {e:#}"));
+                errors.push(format!("sweep: {e:#}"));
                 continue;
             }
         };
         let variant = Target {
             client: target.client.clone(),
-            base: format!("http://{}", app.local_addr()),
+            base: running.base.clone(),
             key: target.key.clone(),
         };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(app.run_until(async {
-            let _ = stopped.await;
-        }));
         let pass = search_pass(&variant, vault, scored, corpus_of, Ranking::Hybrid, false).await;
         pass.errors.show("scifact sweep");
         errors.count += pass.errors.count;
@@ -2145,12 +2133,8 @@ async fn sweep(
             pass.recall_deep,
             pass.errors.count
         );
-        let _ = stop.send(());
-        if !matches!(
-            tokio::time::timeout(Duration::from_secs(60), server).await,
-            Ok(Ok(Ok(())))
-        ) {
-            errors.push("sweep: a server did not stop cleanly".to_string());
+        if let Err(e) = running.stop().await {
+            errors.push(format!("sweep: {e:#}"));
         }
     }
     println!();
@@ -2406,6 +2390,49 @@ fn self_check() {
     assert!(close(split.server_total, 1.0));
 }
 
+/// memvault serving in this process until [`Running::stop`].
+struct Running {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Builds memvault with `settings` and the loaded model, and serves it.
+    async fn start(settings: &Settings, embedder: Arc<dyn Embedder>) -> anyhow::Result<Running> {
+        let app = Application::build_with(
+            settings,
+            Overrides {
+                embedder: Some(embedder),
+                ..Overrides::default()
+            },
+        )
+        .await
+        .context("cannot start memvault")?;
+        Ok(Running::serve(app))
+    }
+
+    fn serve(app: Application) -> Running {
+        let base = format!("http://{}", app.local_addr());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        Running { base, stop, server }
+    }
+
+    /// Stops it gracefully and waits (60 s at most).
+    async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        match tokio::time::timeout(Duration::from_secs(60), self.server).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(error))) => Err(error.context("the server failed")),
+            Ok(Err(join)) => bail!("the server task failed: {join}"),
+            Err(_) => bail!("the server did not stop within 60 s"),
+        }
+    }
+}
+
 async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow::Result<usize> {
     let mut settings = Settings {
         listen: ([127, 0, 0, 1], 0).into(),
@@ -2458,17 +2485,17 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
     .create_workspace("vault-bench", None)
     .await
     .context("cannot create the benchmark workspace")?;
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
+    let running = Running::serve(app);
     let client = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(config.concurrency.max(4))
         .timeout(Duration::from_secs(120))
         .build()?;
-    let target = Arc::new(Target { client, base, key });
+    let target = Arc::new(Target {
+        client,
+        base: running.base.clone(),
+        key,
+    });
     let parts: Vec<&str> = config.parts.iter().map(|p| p.name()).collect();
     eprintln!(
         "vault benchmark on {backend}: parts {}, ingest_max_documents {}",
@@ -2550,13 +2577,7 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
     errors.show("vault");
 
     drop(target);
-    let _ = stop.send(());
-    match tokio::time::timeout(Duration::from_secs(60), server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(error))) => return Err(error.context("the server failed")),
-        Ok(Err(join)) => bail!("the server task failed: {join}"),
-        Err(_) => bail!("the server did not stop within 60 s"),
-    }
+    running.stop().await?;
     println!(
         "Total wall time {:.1} s on {} cores; server and clients in one process, over HTTP on \
          127.0.0.1.",
