@@ -100,8 +100,15 @@
 //! - `VAULT_PDF_PAGES` (100), `VAULT_PDF_WORDS` (400): the generated PDF.
 //! - `VAULT_POLL_MS` (50): poll interval of the formats and pdf100 parts (SciFact: 200 ms).
 //! - `SCIFACT_SWEEP` (none): after the SciFact passes, fusion settings to compare on the same
-//!   ingested corpus, comma-separated `score:<weight>`, `minmax:<weight>` or `rrf`; each starts
-//!   another server on the same database and runs the hybrid pass (nDCG@10, R@10, R@20, R@100).
+//!   ingested corpus, comma-separated `score:<weight>`, `minmax:<weight>` or `rrf`, each
+//!   optionally followed by `:<fact weight>` (`vault_search_fact_weight`, e.g. `score:0.6:0.5`,
+//!   `rrf:0:1`); each starts another server on the same database and runs the hybrid pass
+//!   (nDCG@10, R@10, R@20, R@100).
+//! - `SCIFACT_SAVE` (none; needs `BENCH_KEEP_DATABASE=1`): after ingesting SciFact, write the
+//!   kept database's location, the bench key, the vault and the corpus id of every document to
+//!   this JSON file. `SCIFACT_REUSE=<that file> VAULT_PARTS=scifact` then runs the retrieval
+//!   passes and the sweep on that corpus without ingesting it again (a ranking change costs a
+//!   build and minutes, not a 20-minute ingestion); the ingestion table is not printed then.
 //! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
 //!   fresh database created on that server and dropped at the end; otherwise SQLite in a
 //!   temporary directory. `BENCH_KEEP_DATABASE=1` keeps it.
@@ -130,7 +137,7 @@ use memvault_pipelines::model::SourceKind;
 use memvault_pipelines::parse::{parse, ParseLimits};
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -213,7 +220,11 @@ struct Config {
     postgres_url: Option<String>,
     keep_database: bool,
     /// `SCIFACT_SWEEP`: Context Vault fusion settings to compare on the same ingested corpus.
-    sweep: Vec<(Fusion, f32)>,
+    sweep: Vec<Variant>,
+    /// `SCIFACT_SAVE`: where to write the ingested corpus's [`Kept`] file.
+    save: Option<PathBuf>,
+    /// `SCIFACT_REUSE`: a [`Kept`] file; the SciFact part then runs on that database.
+    reuse: Option<PathBuf>,
 }
 
 /// An environment variable, `None` when unset or blank.
@@ -268,6 +279,15 @@ impl Config {
                 .ok()
                 .filter(|url| is_postgres(url)),
         };
+        let keep_database = env_var("BENCH_KEEP_DATABASE").is_some_and(|v| v == "1");
+        let save = env_var("SCIFACT_SAVE").map(PathBuf::from);
+        if save.is_some() && !keep_database {
+            bail!("SCIFACT_SAVE needs BENCH_KEEP_DATABASE=1: the database it points to must stay");
+        }
+        let reuse = env_var("SCIFACT_REUSE").map(PathBuf::from);
+        if reuse.is_some() && (save.is_some() || parts != [BenchPart::Scifact]) {
+            bail!("SCIFACT_REUSE runs the scifact part alone (VAULT_PARTS=scifact), without SCIFACT_SAVE");
+        }
         Ok(Config {
             parts,
             docs_dir: PathBuf::from(
@@ -283,11 +303,13 @@ impl Config {
             pdf_words: env_count("VAULT_PDF_WORDS", 20)?.unwrap_or(400),
             poll: Duration::from_millis(env_count("VAULT_POLL_MS", 1)?.unwrap_or(50) as u64),
             postgres_url,
-            keep_database: env_var("BENCH_KEEP_DATABASE").is_some_and(|v| v == "1"),
+            keep_database,
             sweep: match env_var("SCIFACT_SWEEP") {
                 Some(raw) => parse_sweep(&raw)?,
                 None => Vec::new(),
             },
+            save,
+            reuse,
         })
     }
 
@@ -296,23 +318,49 @@ impl Config {
     }
 }
 
-/// `SCIFACT_SWEEP`: comma-separated `fusion:weight` (`score:0.5`, `minmax:0.6`) or `rrf`.
-fn parse_sweep(raw: &str) -> anyhow::Result<Vec<(Fusion, f32)>> {
+/// One `SCIFACT_SWEEP` setting.
+#[derive(Debug, Clone, Copy)]
+struct Variant {
+    fusion: Fusion,
+    /// `vault_search_semantic_weight`.
+    weight: f32,
+    /// `vault_search_fact_weight`; `None` keeps the server's.
+    fact_weight: Option<f32>,
+}
+
+/// `SCIFACT_SWEEP`: comma-separated `fusion[:weight[:fact weight]]` (`score:0.5`,
+/// `minmax:0.6:0.5`, `rrf`).
+fn parse_sweep(raw: &str) -> anyhow::Result<Vec<Variant>> {
     let mut out = Vec::new();
     for item in raw.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (name, weight) = item.split_once(':').unwrap_or((item, "0.5"));
+        let mut fields = item.split(':');
+        let name = fields.next().unwrap_or_default();
         let fusion = match name {
             "score" => Fusion::Score,
             "minmax" => Fusion::MinMax,
             "rrf" => Fusion::Rrf,
             other => bail!("SCIFACT_SWEEP: `{other}` is not one of score, minmax, rrf"),
         };
-        let weight: f32 = weight
-            .parse()
-            .ok()
-            .filter(|w| (0.0..=1.0).contains(w))
-            .with_context(|| format!("SCIFACT_SWEEP: `{item}` needs a weight in 0..1"))?;
-        out.push((fusion, weight));
+        let unit = |field: Option<&str>| -> anyhow::Result<Option<f32>> {
+            field
+                .map(|w| {
+                    w.parse()
+                        .ok()
+                        .filter(|w| (0.0..=1.0).contains(w))
+                        .with_context(|| format!("SCIFACT_SWEEP: `{item}`: weights are in 0..1"))
+                })
+                .transpose()
+        };
+        let weight = unit(fields.next())?.unwrap_or(0.5);
+        let fact_weight = unit(fields.next())?;
+        if fields.next().is_some() {
+            bail!("SCIFACT_SWEEP: `{item}` has more than three fields");
+        }
+        out.push(Variant {
+            fusion,
+            weight,
+            fact_weight,
+        });
     }
     Ok(out)
 }
@@ -1687,6 +1735,42 @@ struct Ingested {
 struct Restart<'a> {
     settings: &'a Settings,
     embedder: Arc<dyn Embedder>,
+    /// The corpus an earlier run kept (`SCIFACT_REUSE`): no ingestion this time.
+    kept: Option<&'a Kept>,
+}
+
+/// An ingested SciFact corpus kept for later runs: written by `SCIFACT_SAVE` (with
+/// `BENCH_KEEP_DATABASE=1`), read by `SCIFACT_REUSE`, so that ranking changes can be compared
+/// without ingesting the corpus again. It holds the bench workspace's API key: it is a file
+/// for a throwaway benchmark database, not for a real one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Kept {
+    data_dir: PathBuf,
+    database_url: Option<String>,
+    key: String,
+    vault: String,
+    /// Corpus id of each posted document, by document id.
+    documents: HashMap<Uuid, String>,
+}
+
+impl Kept {
+    fn write(&self, path: &Path) -> anyhow::Result<()> {
+        std::fs::write(path, serde_json::to_vec(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    fn read(path: &Path) -> anyhow::Result<Kept> {
+        let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_slice(&raw)
+            .with_context(|| format!("{} is not a kept corpus", path.display()))
+    }
+
+    /// Points the server at the kept database.
+    fn configure(&self, settings: &mut Settings) {
+        settings.data_dir = self.data_dir.clone();
+        settings.database_url = self.database_url.clone();
+    }
 }
 
 async fn scifact_part(
@@ -1706,14 +1790,214 @@ async fn scifact_part(
             return;
         }
     };
-    let vault = match target.create_vault("scifact").await {
-        Ok(vault) => vault,
-        Err(e) => {
-            errors.push(e);
-            return;
+    // The corpus: ingested now, or the one an earlier run kept (`SCIFACT_REUSE`).
+    let (vault, corpus_of) = match restart.kept {
+        Some(kept) => {
+            eprintln!(
+                "scifact: reusing the ingested corpus of {} ({} documents)",
+                config
+                    .reuse
+                    .as_deref()
+                    .map_or(String::new(), |p| p.display().to_string()),
+                kept.documents.len()
+            );
+            println!("## SciFact: the corpus ingested by an earlier run (`SCIFACT_REUSE`)");
+            println!();
+            (kept.vault.clone(), kept.documents.clone())
+        }
+        None => {
+            let vault = match target.create_vault("scifact").await {
+                Ok(vault) => vault,
+                Err(e) => {
+                    errors.push(e);
+                    return;
+                }
+            };
+            let Some(corpus_of) = ingest_scifact(target, config, &data, &vault, errors).await
+            else {
+                return;
+            };
+            (vault, corpus_of)
         }
     };
+    if let Some(path) = &config.save {
+        let kept = Kept {
+            data_dir: restart.settings.data_dir.clone(),
+            database_url: restart.settings.database_url.clone(),
+            key: target.key.clone(),
+            vault: vault.clone(),
+            documents: corpus_of.clone(),
+        };
+        match kept.write(path) {
+            Ok(()) => eprintln!("scifact: wrote {} (SCIFACT_REUSE reads it)", path.display()),
+            Err(e) => errors.push(format!("SCIFACT_SAVE: {e:#}")),
+        }
+    }
 
+    // Queries: those whose judged documents were all in the corpus.
+    let ingested_ids: HashSet<&str> = data.corpus.iter().map(|d| d.id.as_str()).collect();
+    let mut without_text = 0;
+    let mut not_ingested = 0;
+    let mut scored = Vec::new();
+    for (query, judged) in &data.qrels {
+        let Some(text) = data.queries.get(query) else {
+            without_text += 1;
+            continue;
+        };
+        if !judged.keys().all(|d| ingested_ids.contains(d.as_str())) {
+            not_ingested += 1;
+            continue;
+        }
+        scored.push(Scored {
+            query: text.as_str(),
+            judged,
+        });
+    }
+    let scoreable = scored.len();
+    if let Some(limit) = config.limit_queries {
+        scored.truncate(limit);
+    }
+    eprintln!(
+        "scifact: {} queries to score ({} skipped: judged documents not ingested)",
+        scored.len(),
+        not_ingested
+    );
+
+    let plan: [(Ranking, bool, &'static str, &'static str); 4] = [
+        (Ranking::Hybrid, false, "hybrid", "embedded (fresh)"),
+        (Ranking::Keyword, false, "keyword (BM25 only)", "cached"),
+        (
+            Ranking::Semantic,
+            false,
+            "semantic (vectors only)",
+            "cached",
+        ),
+        (
+            Ranking::Keyword,
+            true,
+            "keyword, query case changed",
+            "embedded (fresh), unused",
+        ),
+    ];
+    let search_started = Instant::now();
+    let mut passes = Vec::new();
+    for (ranking, lower, label, vector) in plan {
+        let mut pass = search_pass(target, &vault, &scored, &corpus_of, ranking, lower).await;
+        pass.label = label;
+        pass.vector = vector;
+        pass.errors.show(&format!("scifact search {label}"));
+        errors.count += pass.errors.count;
+        passes.push(pass);
+    }
+    let search_wall = search_started.elapsed();
+
+    // Report.
+    println!("## SciFact: retrieval");
+    println!();
+    println!(
+        "Data: `{}`. Corpus: {} of {} documents ingested{}. Train judgements: {} queries; {} \
+         scored{}, {} skipped because a judged document was not ingested, {} without query \
+         text.",
+        config.scifact_dir.display(),
+        data.corpus.len(),
+        data.corpus_in_file,
+        if config.limit_docs.is_some() {
+            " (SCIFACT_LIMIT_DOCS: the first ones of the file)"
+        } else {
+            ""
+        },
+        data.qrels.len(),
+        scored.len(),
+        if scored.len() < scoreable {
+            format!(" (SCIFACT_LIMIT_QUERIES; {scoreable} scoreable)")
+        } else {
+            String::new()
+        },
+        not_ingested,
+        without_text
+    );
+    println!();
+    println!(
+        "### Retrieval (`GET /api/context-vault/search?mode=documents&limit={SEARCH_LIMIT}`, one \
+         client)"
+    );
+    println!();
+    println!(
+        "| ranking | queries | nDCG@10 | R@10 | R@20 | R@100 | documents per list | p50 ms | \
+         p95 ms | query vector | errors |"
+    );
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|");
+    for pass in &passes {
+        println!(
+            "| {} | {} | **{:.3}** | {:.3} | {:.3} | {} | {:.1} of {:.1} chunks | {:.1} | {:.1} | {} | {} |",
+            pass.label,
+            pass.latencies.len(),
+            pass.ndcg,
+            pass.recalls[0],
+            pass.recalls[1],
+            if pass.label.contains("case changed") {
+                "-".to_string()
+            } else {
+                format!("{:.3}", pass.recall_deep)
+            },
+            pass.docs_per_list,
+            pass.chunks_per_list,
+            percentile_ms(&pass.latencies, 50.0),
+            percentile_ms(&pass.latencies, 95.0),
+            pass.vector,
+            pass.errors.count
+        );
+    }
+    println!();
+    let pairs = || passes[1].lists.iter().zip(&passes[3].lists);
+    let same = pairs().filter(|(a, b)| a == b).count();
+    let same_set = pairs()
+        .filter(|(a, b)| {
+            a != b && a.iter().collect::<HashSet<_>>() == b.iter().collect::<HashSet<_>>()
+        })
+        .count();
+    println!(
+        "R@k = judged documents among the sources of the first k chunks; R@100 reads the \
+         ranking's next pages with `offset` (20, 40, 60, 80; not timed); nDCG@10 over the first 10 distinct \
+         source documents. Passes ran in the order shown, each over every query; the keyword pass \
+         with the query's letter case changed returned the same chunks in the same order as the \
+         keyword pass for {same} of {} queries, the same chunks in another order for {same_set}.",
+        passes[3].lists.len()
+    );
+    let foreign: usize = passes.iter().map(|p| p.foreign).sum();
+    if foreign > 0 {
+        println!(
+            "{foreign} returned chunks came from documents this part did not post (counted as \
+             misses)."
+        );
+    }
+    println!();
+    let verdict = if passes[0].ndcg >= 0.75 {
+        "**met**"
+    } else {
+        "**not met**"
+    };
+    println!(
+        "Target nDCG@10 >= 0.75 (hybrid): {verdict} ({:.3}). Searches took {:.1} s.",
+        passes[0].ndcg,
+        search_wall.as_secs_f64()
+    );
+    println!();
+    if !config.sweep.is_empty() {
+        sweep(target, config, restart, &vault, &scored, &corpus_of, errors).await;
+    }
+}
+
+/// Posts the whole corpus to `vault`, waits until every document is terminal and prints the
+/// ingestion report. Returns the corpus id of each posted document, `None` when nothing could
+/// be posted.
+async fn ingest_scifact(
+    target: &Arc<Target>,
+    config: &Config,
+    data: &Arc<Scifact>,
+    vault: &str,
+    errors: &mut Errors,
+) -> Option<HashMap<Uuid, String>> {
     // Ingest: post every document, `concurrency` at a time.
     eprintln!(
         "scifact: posting {} documents, {} at a time",
@@ -1733,7 +2017,7 @@ async fn scifact_part(
         let (target, data, vault, next, posted, latencies, errs) = (
             target.clone(),
             data.clone(),
-            vault.clone(),
+            vault.to_string(),
             next.clone(),
             posted.clone(),
             post_latencies.clone(),
@@ -1867,93 +2151,12 @@ async fn scifact_part(
         .collect();
     processing.sort();
 
-    // Queries: those whose judged documents were all posted.
     let corpus_of: HashMap<Uuid, String> = posted
         .iter()
         .zip(&data.corpus)
         .filter_map(|(id, doc)| id.map(|id| (id, doc.id.clone())))
         .collect();
-    let ingested_ids: HashSet<&str> = data.corpus.iter().map(|d| d.id.as_str()).collect();
-    let mut without_text = 0;
-    let mut not_ingested = 0;
-    let mut scored = Vec::new();
-    for (query, judged) in &data.qrels {
-        let Some(text) = data.queries.get(query) else {
-            without_text += 1;
-            continue;
-        };
-        if !judged.keys().all(|d| ingested_ids.contains(d.as_str())) {
-            not_ingested += 1;
-            continue;
-        }
-        scored.push(Scored {
-            query: text.as_str(),
-            judged,
-        });
-    }
-    let scoreable = scored.len();
-    if let Some(limit) = config.limit_queries {
-        scored.truncate(limit);
-    }
-    eprintln!(
-        "scifact: {} queries to score ({} skipped: judged documents not ingested)",
-        scored.len(),
-        not_ingested
-    );
-
-    let plan: [(Ranking, bool, &'static str, &'static str); 4] = [
-        (Ranking::Hybrid, false, "hybrid", "embedded (fresh)"),
-        (Ranking::Keyword, false, "keyword (BM25 only)", "cached"),
-        (
-            Ranking::Semantic,
-            false,
-            "semantic (vectors only)",
-            "cached",
-        ),
-        (
-            Ranking::Keyword,
-            true,
-            "keyword, query case changed",
-            "embedded (fresh), unused",
-        ),
-    ];
-    let search_started = Instant::now();
-    let mut passes = Vec::new();
-    for (ranking, lower, label, vector) in plan {
-        let mut pass = search_pass(target, &vault, &scored, &corpus_of, ranking, lower).await;
-        pass.label = label;
-        pass.vector = vector;
-        pass.errors.show(&format!("scifact search {label}"));
-        errors.count += pass.errors.count;
-        passes.push(pass);
-    }
-    let search_wall = search_started.elapsed();
-
-    // Report.
-    println!("## SciFact: ingestion and retrieval");
-    println!();
-    println!(
-        "Data: `{}`. Corpus: {} of {} documents ingested{}. Train judgements: {} queries; {} \
-         scored{}, {} skipped because a judged document was not ingested, {} without query \
-         text.",
-        config.scifact_dir.display(),
-        data.corpus.len(),
-        data.corpus_in_file,
-        if config.limit_docs.is_some() {
-            " (SCIFACT_LIMIT_DOCS: the first ones of the file)"
-        } else {
-            ""
-        },
-        data.qrels.len(),
-        scored.len(),
-        if scored.len() < scoreable {
-            format!(" (SCIFACT_LIMIT_QUERIES; {scoreable} scoreable)")
-        } else {
-            String::new()
-        },
-        not_ingested,
-        without_text
-    );
+    println!("## SciFact: ingestion");
     println!();
     println!("### Ingestion (`POST /api/context-vault/documents`, `sourceType: text`)");
     println!();
@@ -2007,75 +2210,7 @@ async fn scifact_part(
     if !failed.is_empty() {
         println!();
     }
-    println!(
-        "### Retrieval (`GET /api/context-vault/search?mode=documents&limit={SEARCH_LIMIT}`, one \
-         client)"
-    );
-    println!();
-    println!(
-        "| ranking | queries | nDCG@10 | R@10 | R@20 | R@100 | documents per list | p50 ms | \
-         p95 ms | query vector | errors |"
-    );
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|");
-    for pass in &passes {
-        println!(
-            "| {} | {} | **{:.3}** | {:.3} | {:.3} | {} | {:.1} of {:.1} chunks | {:.1} | {:.1} | {} | {} |",
-            pass.label,
-            pass.latencies.len(),
-            pass.ndcg,
-            pass.recalls[0],
-            pass.recalls[1],
-            if pass.label.contains("case changed") {
-                "-".to_string()
-            } else {
-                format!("{:.3}", pass.recall_deep)
-            },
-            pass.docs_per_list,
-            pass.chunks_per_list,
-            percentile_ms(&pass.latencies, 50.0),
-            percentile_ms(&pass.latencies, 95.0),
-            pass.vector,
-            pass.errors.count
-        );
-    }
-    println!();
-    let pairs = || passes[1].lists.iter().zip(&passes[3].lists);
-    let same = pairs().filter(|(a, b)| a == b).count();
-    let same_set = pairs()
-        .filter(|(a, b)| {
-            a != b && a.iter().collect::<HashSet<_>>() == b.iter().collect::<HashSet<_>>()
-        })
-        .count();
-    println!(
-        "R@k = judged documents among the sources of the first k chunks; R@100 reads the \
-         ranking's next pages with `offset` (20, 40, 60, 80; not timed); nDCG@10 over the first 10 distinct \
-         source documents. Passes ran in the order shown, each over every query; the keyword pass \
-         with the query's letter case changed returned the same chunks in the same order as the \
-         keyword pass for {same} of {} queries, the same chunks in another order for {same_set}.",
-        passes[3].lists.len()
-    );
-    let foreign: usize = passes.iter().map(|p| p.foreign).sum();
-    if foreign > 0 {
-        println!(
-            "{foreign} returned chunks came from documents this part did not post (counted as \
-             misses)."
-        );
-    }
-    println!();
-    let verdict = if passes[0].ndcg >= 0.75 {
-        "**met**"
-    } else {
-        "**not met**"
-    };
-    println!(
-        "Target nDCG@10 >= 0.75 (hybrid): {verdict} ({:.3}). Searches took {:.1} s.",
-        passes[0].ndcg,
-        search_wall.as_secs_f64()
-    );
-    println!();
-    if !config.sweep.is_empty() {
-        sweep(target, config, restart, &vault, &scored, &corpus_of, errors).await;
-    }
+    (!corpus_of.is_empty()).then_some(corpus_of)
 }
 
 /// `SCIFACT_SWEEP`: for each fusion setting, a server started on the same database (its
@@ -2093,15 +2228,22 @@ async fn sweep(
     println!("### Fusion sweep (`SCIFACT_SWEEP`, hybrid ranking, same corpus)");
     println!();
     println!(
-        "Each row is a server started on the same database with `vault_search_fusion` and          `vault_search_semantic_weight` set as shown."
+        "Each row is a server started on the same database with `vault_search_fusion`, \
+         `vault_search_semantic_weight` and `vault_search_fact_weight` set as shown."
     );
     println!();
-    println!("| fusion | vector weight | nDCG@10 | R@10 | R@20 | R@100 | errors |");
-    println!("|---|--:|--:|--:|--:|--:|--:|");
-    for &(fusion, weight) in &config.sweep {
+    println!("| fusion | vector weight | fact weight | nDCG@10 | R@10 | R@20 | R@100 | errors |");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|");
+    for setting in &config.sweep {
+        let fusion = setting.fusion;
+        let weight = setting.weight;
+        let fact_weight = setting
+            .fact_weight
+            .unwrap_or(restart.settings.vault_search_fact_weight);
         let settings = Settings {
             vault_search_fusion: fusion,
             vault_search_semantic_weight: weight,
+            vault_search_fact_weight: fact_weight,
             ..restart.settings.clone()
         };
         let running = match Running::start(&settings, restart.embedder.clone()).await {
@@ -2120,7 +2262,7 @@ async fn sweep(
         pass.errors.show("scifact sweep");
         errors.count += pass.errors.count;
         println!(
-            "| {} | {} | **{:.3}** | {:.3} | {:.3} | {:.3} | {} |",
+            "| {} | {} | {fact_weight:.2} | **{:.3}** | {:.3} | {:.3} | {:.3} | {} |",
             fusion_name(fusion),
             if fusion == Fusion::Rrf {
                 "-".to_string()
@@ -2433,7 +2575,14 @@ impl Running {
     }
 }
 
-async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow::Result<usize> {
+/// The database of a run: a fresh one, or the one a [`Kept`] file names (`SCIFACT_REUSE`).
+#[derive(Clone, Copy)]
+enum RunDatabase<'a> {
+    Fresh(&'a Database),
+    Kept(&'a Kept),
+}
+
+async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> anyhow::Result<usize> {
     let mut settings = Settings {
         listen: ([127, 0, 0, 1], 0).into(),
         rate_limits: Switch::Off,
@@ -2447,7 +2596,10 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
         // `MEMVAULT_*` settings apply, as for the server.
         ..Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?
     };
-    database.configure(&mut settings);
+    match store {
+        RunDatabase::Fresh(database) => database.configure(&mut settings),
+        RunDatabase::Kept(kept) => kept.configure(&mut settings),
+    }
     memvault::telemetry::init(settings.log_format, &settings.log_level);
 
     let embedder = load_embedder(&settings).await.with_context(|| {
@@ -2465,8 +2617,12 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
     )
     .await
     .context("cannot start memvault")?;
-    let backend = database.describe("SQLite").await;
-    let expected_backend = if config.postgres_url.is_some() {
+    let backend = match store {
+        RunDatabase::Fresh(database) => database.describe("SQLite").await,
+        RunDatabase::Kept(_) if settings.is_postgres() => "PostgreSQL (kept)".to_string(),
+        RunDatabase::Kept(_) => "SQLite (kept)".to_string(),
+    };
+    let expected_backend = if settings.is_postgres() {
         Backend::Postgres
     } else {
         Backend::Sqlite
@@ -2477,14 +2633,20 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
             app.store().backend()
         );
     }
-    let (_, key) = AccountsService::new(
-        app.store(),
-        Some(app.workspaces().clone()),
-        Default::default(),
-    )
-    .create_workspace("vault-bench", None)
-    .await
-    .context("cannot create the benchmark workspace")?;
+    let key = match store {
+        RunDatabase::Kept(kept) => kept.key.clone(),
+        RunDatabase::Fresh(_) => {
+            AccountsService::new(
+                app.store(),
+                Some(app.workspaces().clone()),
+                Default::default(),
+            )
+            .create_workspace("vault-bench", None)
+            .await
+            .context("cannot create the benchmark workspace")?
+            .1
+        }
+    };
     let running = Running::serve(app);
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -2527,21 +2689,28 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
     println!();
 
     let mut errors = Errors::default();
-    // Warm-up: the first embedding and the first document pay one-time costs.
-    match target
-        .post_text(
-            None,
-            "warm-up",
-            "The warm-up document is ingested first. It is not reported.",
-        )
-        .await
-    {
-        Ok(id) => {
+    // Warm-up: the first embedding and the first document pay one-time costs (a kept corpus
+    // is not added to).
+    let warm_up = match store {
+        RunDatabase::Fresh(_) => Some(
+            target
+                .post_text(
+                    None,
+                    "warm-up",
+                    "The warm-up document is ingested first. It is not reported.",
+                )
+                .await,
+        ),
+        RunDatabase::Kept(_) => None,
+    };
+    match warm_up {
+        Some(Ok(id)) => {
             if let Err(e) = target.watch(id, config.poll, Instant::now()).await {
                 errors.push(format!("warm-up: {e}"));
             }
         }
-        Err(e) => errors.push(format!("warm-up: {e}")),
+        Some(Err(e)) => errors.push(format!("warm-up: {e}")),
+        None => {}
     }
 
     if config.runs(BenchPart::Formats) {
@@ -2569,6 +2738,10 @@ async fn bench(config: &Config, database: &Database, started: Instant) -> anyhow
         let restart = Restart {
             settings: &settings,
             embedder: embedder.clone(),
+            kept: match store {
+                RunDatabase::Kept(kept) => Some(kept),
+                RunDatabase::Fresh(_) => None,
+            },
         };
         scifact_part(&target, config, &restart, &mut part_errors).await;
         part_errors.show("scifact");
@@ -2592,8 +2765,17 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     self_check();
     let config = Config::from_env()?;
+    if let Some(path) = &config.reuse {
+        // A kept database is never removed.
+        let kept = Kept::read(path)?;
+        let errors = bench(&config, RunDatabase::Kept(&kept), started).await?;
+        if errors > 0 {
+            bail!("{errors} requests did not answer as expected (first ones shown above)");
+        }
+        return Ok(());
+    }
     let database = Database::create(config.postgres_url.as_deref()).await?;
-    let outcome = bench(&config, &database, started).await;
+    let outcome = bench(&config, RunDatabase::Fresh(&database), started).await;
     let removed = database.remove(config.keep_database).await;
     let errors = outcome?;
     removed?;

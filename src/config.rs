@@ -95,6 +95,9 @@ pub struct Settings {
     /// apart because documents are not chat memories: their benchmark (SciFact) picks its own.
     pub vault_search_fusion: Fusion,
     pub vault_search_semantic_weight: f32,
+    /// How far a chunk's vector similarity moves toward that of its best-matching cited fact
+    /// (each fact is embedded alone), 0 to 1; 0 ranks chunks by their own vectors only.
+    pub vault_search_fact_weight: f32,
     /// Query vectors kept in the cache.
     pub query_cache_entries: u64,
     /// Lines of each part of a profile.
@@ -211,6 +214,7 @@ impl Default for Settings {
             search_semantic_weight: 0.7,
             vault_search_fusion: Fusion::Score,
             vault_search_semantic_weight: 0.7,
+            vault_search_fact_weight: 0.0,
             query_cache_entries: 10_000,
             profile_lines: 50,
             max_upload_bytes: 25 * 1024 * 1024,

@@ -131,6 +131,10 @@ impl Application {
                 "vault_search_semantic_weight",
                 settings.vault_search_semantic_weight,
             ),
+            (
+                "vault_search_fact_weight",
+                settings.vault_search_fact_weight,
+            ),
         ] {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&weight),
@@ -242,6 +246,7 @@ impl Application {
             max_upload_bytes: settings.max_upload_bytes,
             fusion: settings.vault_search_fusion,
             semantic_weight: settings.vault_search_semantic_weight,
+            fact_weight: settings.vault_search_fact_weight,
             extractor: match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
                 Some(url) => Arc::new(LlmExtractor {
                     chat: ChatClient::new(url, &settings.llm_model, settings.llm_key.clone())?,

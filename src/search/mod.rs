@@ -75,6 +75,31 @@ pub struct Query<'a> {
     pub filter: Filter,
     /// Results wanted.
     pub limit: usize,
+    /// Similarities of the documents' parts to the query (a vault chunk's cited facts), which
+    /// lift each document's vector similarity; `None` ranks documents by their own vectors.
+    pub parts: Option<Parts<'a>>,
+}
+
+/// The best similarity to the query of any part of a document (for a vault chunk: the facts it
+/// is cited for, each embedded alone), by document id. A document's vector similarity moves
+/// toward its best part's by `weight` when the part is the closer of the two (see [`lift`]);
+/// documents that only a part found join the vector candidates.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts<'a> {
+    pub best: &'a HashMap<Uuid, f32>,
+    /// 0 to 1: 0 ignores the parts, 1 takes the best part's similarity when it is higher.
+    pub weight: f32,
+}
+
+/// A document's vector similarity lifted toward its best part's: `own + weight × (part - own)`
+/// when the part is closer to the query than the whole document, `own` otherwise. A short
+/// sentence that answers the query is not diluted by the rest of its passage, and a passage
+/// never loses by having parts.
+pub fn lift(own: f32, part: Option<f32>, weight: f32) -> f32 {
+    match part {
+        Some(part) if part > own => own + weight.clamp(0.0, 1.0) * (part - own),
+        _ => own,
+    }
 }
 
 /// A ranked memory.
@@ -530,13 +555,50 @@ impl SearchEngine {
                 .get(slot as usize)
                 .is_some_and(|d| d.passes(&query.filter))
         };
+        let parts = query.parts.filter(|p| p.weight > 0.0 && !p.best.is_empty());
+        let part_of = |slot: Slot| {
+            parts.and_then(|p| {
+                let id = docs.slots.get(slot as usize)?.id;
+                p.best.get(&id).copied()
+            })
+        };
+        let lifted = |slot: Slot, own: f32| match parts {
+            Some(p) => lift(own, part_of(slot), p.weight),
+            None => own,
+        };
         let semantic: Vec<(Slot, f32)> = match vector {
-            Some(v) => vectors.search(v, pool, &accept),
+            Some(v) => {
+                let mut found = vectors.search(v, pool, &accept);
+                if let Some(p) = parts {
+                    // Documents a part found join the candidates; then the lifted order.
+                    for id in p.best.keys() {
+                        let Some(&slot) = docs.by_id.get(id) else {
+                            continue;
+                        };
+                        if !accept(slot) || found.iter().any(|(s, _)| *s == slot) {
+                            continue;
+                        }
+                        if let Some(stored) = vectors.get(slot) {
+                            found.push((slot, cosine(v, stored)));
+                        }
+                    }
+                    for (slot, similarity) in found.iter_mut() {
+                        *similarity = lifted(*slot, *similarity);
+                    }
+                    found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                    found.truncate(pool);
+                }
+                found
+            }
             None => Vec::new(),
         };
 
         let fused = fuse(&keyword, &semantic, query, |slot| {
-            vector.and_then(|v| vectors.get(slot).map(|stored| cosine(v, stored)))
+            vector.and_then(|v| {
+                vectors
+                    .get(slot)
+                    .map(|stored| lifted(slot, cosine(v, stored)))
+            })
         });
         let now = query.filter.now_micros;
         let mut hits: Vec<(Slot, f32, i64)> = fused
@@ -722,6 +784,7 @@ mod tests {
             semantic_weight: 0.7,
             filter: Filter::default(),
             limit: 10,
+            parts: None,
         };
         let fused = fuse(&[(1, 3.0), (2, 1.0)], &[(1, 0.9), (3, 0.5)], &query, |_| {
             None
@@ -742,6 +805,7 @@ mod tests {
             semantic_weight: 0.5,
             filter: Filter::default(),
             limit: 10,
+            parts: None,
         };
         // Slot 1: best BM25, lowest cosine; slot 2: lowest BM25, best cosine; slot 3: vectors
         // only, cosine in between.
@@ -769,5 +833,103 @@ mod tests {
         let plain_score = |slot| plain.iter().find(|f| f.0 == slot).unwrap().1;
         assert!(plain_score(1) > plain_score(2));
         assert_eq!(unit(3.0, 3.0, 3.0), 1.0);
+    }
+
+    #[test]
+    fn a_closer_part_lifts_a_document_and_a_farther_one_does_not() {
+        assert_eq!(lift(0.4, None, 1.0), 0.4);
+        assert_eq!(lift(0.4, Some(0.3), 1.0), 0.4);
+        assert!((lift(0.4, Some(0.8), 0.5) - 0.6).abs() < 1e-6);
+        assert!((lift(0.4, Some(0.8), 1.0) - 0.8).abs() < 1e-6);
+        assert_eq!(lift(0.4, Some(0.8), 0.0), 0.4);
+        // The weight is clamped to [0, 1].
+        assert!((lift(0.4, Some(0.8), 3.0) - 0.8).abs() < 1e-6);
+    }
+
+    fn unit_vector(angle: f32) -> Vec<f32> {
+        let mut v = vec![0.0; 4];
+        v[0] = angle.cos();
+        v[1] = angle.sin();
+        v
+    }
+
+    #[test]
+    fn parts_bring_in_and_reorder_vector_candidates() {
+        let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+        let lane = Lane {
+            workspace_id: Uuid::nil(),
+            scope: String::new(),
+        };
+        let ids: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+        let docs = ids.iter().zip([0.2_f32, 0.6, 1.2]).map(|(id, angle)| {
+            (
+                IndexDoc {
+                    id: *id,
+                    lane: lane.clone(),
+                    text: "passage".to_string(),
+                    project: String::new(),
+                    category: Category::Context,
+                    created_at: 0,
+                    valid_until: None,
+                    wrong: false,
+                    helpful: 0,
+                    not_helpful: 0,
+                },
+                Some(unit_vector(angle)),
+            )
+        });
+        engine.stage_docs(docs).unwrap();
+        let query_vector = unit_vector(0.0);
+        let query = Query {
+            text: "passage",
+            vector: Some(&query_vector),
+            mode: Mode::Semantic,
+            fusion: Fusion::Score,
+            semantic_weight: 0.7,
+            // Long after the documents were made: no recency boost.
+            filter: Filter {
+                now_micros: 1_000 * 86_400_000_000,
+                ..Filter::default()
+            },
+            limit: 1,
+            parts: None,
+        };
+        let order = |hits: Vec<Hit>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+        let plain = order(engine.search(&lane, &query).unwrap());
+        assert_eq!(plain[0], ids[0]);
+
+        // The third document's best part matches the query exactly: it comes first.
+        let best = HashMap::from([(ids[2], 1.0_f32), (ids[0], 0.1)]);
+        let with_parts = engine
+            .search(
+                &lane,
+                &Query {
+                    parts: Some(Parts {
+                        best: &best,
+                        weight: 1.0,
+                    }),
+                    ..query.clone()
+                },
+            )
+            .unwrap();
+        assert_eq!(with_parts[0].id, ids[2]);
+        assert!((with_parts[0].score - 1.0).abs() < 0.06, "{with_parts:?}");
+        // A farther part leaves its document's own similarity alone.
+        let first = with_parts.iter().find(|h| h.id == ids[0]).unwrap();
+        assert!((first.score - 0.2_f32.cos()).abs() < 0.06, "{with_parts:?}");
+        // Weight 0 is the plain ranking.
+        let ignored = engine
+            .search(
+                &lane,
+                &Query {
+                    parts: Some(Parts {
+                        best: &best,
+                        weight: 0.0,
+                    }),
+                    ..query.clone()
+                },
+            )
+            .unwrap();
+        assert_eq!(order(ignored)[0], ids[0]);
     }
 }

@@ -373,6 +373,38 @@ async fn search_pages_with_offset_up_to_the_hundredth_result() {
     }
 }
 
+/// Two sentences about where Acme is inside a passage mostly about other things: the passage
+/// as a whole is far from a question about the head office, those sentences are not.
+const DILUTED: &str = "Acme Corporation was founded in 1987 in Lyon. \
+    The staff canteen serves vegetarian lunches on Mondays and fish on Fridays. \
+    Visitors park on the north side of the building and sign in at reception. \
+    Its headquarters moved to Geneva in 2015. \
+    The choir rehearses in the basement every Thursday evening. \
+    Printer paper is ordered by the facilities team at the end of each month.";
+
+#[tokio::test]
+async fn a_chunk_ranks_by_its_best_cited_fact_when_the_fact_weight_says_so() {
+    let q = "q=where%20is%20the%20head%20office%20of%20acme&ranking=semantic&limit=1";
+    let relevance = |found: &Value, list: &str| found[list][0]["relevance"].as_f64().unwrap();
+
+    // Fact weight 1: the passage is as close to the question as its closest cited fact.
+    let lifted = spawn_app_with(|s| s.vault_search_fact_weight = 1.0).await;
+    let id = add_text(&lifted, "Acme notes", DILUTED, json!({})).await;
+    completed(&lifted, &id).await;
+    let found = search(&lifted, q).await;
+    let (chunk, fact) = (relevance(&found, "chunks"), relevance(&found, "memories"));
+    assert!((chunk - fact).abs() < 0.01, "chunk {chunk}, fact {fact}");
+
+    // Fact weight 0: the passage keeps its own, lower similarity.
+    let plain = spawn_app_with(|s| s.vault_search_fact_weight = 0.0).await;
+    let id = add_text(&plain, "Acme notes", DILUTED, json!({})).await;
+    completed(&plain, &id).await;
+    let found = search(&plain, q).await;
+    let (own, fact) = (relevance(&found, "chunks"), relevance(&found, "memories"));
+    assert!(own < fact - 0.05, "chunk {own}, fact {fact}");
+    assert!(own < chunk - 0.05, "plain {own}, lifted {chunk}");
+}
+
 #[tokio::test]
 async fn keyword_search_does_not_embed_the_query() {
     // A model that can no longer embed: keyword ranking must not need it.

@@ -135,6 +135,7 @@ impl MemoryService {
                     semantic_weight,
                     filter: index_filter,
                     limit,
+                    parts: None,
                 },
             )
         })

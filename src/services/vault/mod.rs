@@ -54,6 +54,8 @@ pub struct VaultDeps {
     pub max_upload_bytes: usize,
     pub fusion: crate::config::Fusion,
     pub semantic_weight: f32,
+    /// How far a chunk's vector similarity moves toward its best cited fact's (0 to 1).
+    pub fact_weight: f32,
     /// Facts of a chunk: the offline rules, or an LLM when one is configured.
     pub extractor: Arc<dyn Extractor>,
 }
@@ -69,6 +71,7 @@ pub struct VaultService {
     max_upload_bytes: usize,
     fusion: crate::config::Fusion,
     semantic_weight: f32,
+    fact_weight: f32,
     extractor: Arc<dyn Extractor>,
     gate: Gate,
 }
@@ -169,6 +172,7 @@ impl VaultService {
             max_upload_bytes: deps.max_upload_bytes,
             fusion: deps.fusion,
             semantic_weight: deps.semantic_weight,
+            fact_weight: deps.fact_weight,
             extractor: deps.extractor,
         })
     }

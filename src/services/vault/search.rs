@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use memvault_actors::EndpointClass;
 use uuid::Uuid;
 
-use super::index::VaultIndexes;
+use super::index::{engine_lane, VaultIndexes};
 use super::{
     embed_error, scope_value, search_error, ChunkView, VaultSearchParams, VaultSearchResults,
     VaultService,
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::model::accounts::Need;
 use crate::model::vault::VaultLane;
 use crate::model::{now, to_micros};
-use crate::search::{Filter, Hit, Mode, Query};
+use crate::search::{Filter, Hit, Mode, Parts, Query};
 use crate::services::validate::*;
 use crate::services::{admit, Principal};
 
@@ -27,6 +27,9 @@ pub const MAX_LIMIT: i64 = 20;
 pub const MAX_SCOPES: usize = 20;
 /// How deep paging reaches: `offset + limit` is at most this.
 pub const MAX_DEPTH: i64 = 100;
+/// Facts nearest the query whose similarity may lift the chunks citing them (within the HNSW
+/// segments' `ef_search`).
+const FACT_CANDIDATES: usize = 100;
 
 /// What the search returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,18 +165,27 @@ impl VaultService {
             }
         };
         self.indexes.settle().await.map_err(search_error)?;
+        let filter = Filter {
+            projects: projects.clone(),
+            categories: Vec::new(),
+            now_micros: to_micros(now()),
+        };
+        // A chunk's vector similarity is lifted toward that of the best fact it is cited for.
+        let facts = match vector.as_deref() {
+            Some(vector) if mode != SearchMode::Memories && self.fact_weight > 0.0 => {
+                self.best_facts(&lanes, vector, &filter).await?
+            }
+            _ => HashMap::new(),
+        };
         let query = Query {
             text: q,
             vector: vector.as_deref().map(Vec::as_slice),
             mode: ranking,
             fusion: self.fusion,
             semantic_weight: self.semantic_weight,
-            filter: Filter {
-                projects: projects.clone(),
-                categories: Vec::new(),
-                now_micros: to_micros(now()),
-            },
+            filter,
             limit: depth,
+            parts: None,
         };
         let in_lanes = |workspace: Uuid, vault_id: Uuid, scope: &str, project: &str| {
             workspace == caller.workspace_id
@@ -184,8 +196,15 @@ impl VaultService {
 
         let mut chunks = Vec::new();
         if mode != SearchMode::Memories {
-            let hits =
-                VaultIndexes::search(&self.indexes.chunks, &lanes, &query).map_err(search_error)?;
+            let chunk_query = Query {
+                parts: Some(Parts {
+                    best: &facts,
+                    weight: self.fact_weight,
+                }),
+                ..query.clone()
+            };
+            let hits = VaultIndexes::search(&self.indexes.chunks, &lanes, &chunk_query)
+                .map_err(search_error)?;
             let scores = scores_of(&hits);
             let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
             let mut rows = self.store.chunks_by_ids(caller.workspace_id, &ids).await?;
@@ -232,6 +251,38 @@ impl VaultService {
             chunks,
             memories,
         })
+    }
+}
+
+impl VaultService {
+    /// The vault memories nearest the query vector in the searched lanes, as the best
+    /// similarity of any of them cited from each chunk (by chunk id).
+    async fn best_facts(
+        &self,
+        lanes: &[VaultLane],
+        vector: &[f32],
+        filter: &Filter,
+    ) -> Result<HashMap<Uuid, f32>> {
+        let mut nearest = Vec::new();
+        for lane in lanes {
+            nearest.extend(self.indexes.memories.nearest(
+                &engine_lane(lane),
+                vector,
+                FACT_CANDIDATES,
+                filter,
+            ));
+        }
+        let similarity: HashMap<Uuid, f32> = nearest.iter().map(|n| (n.id, n.similarity)).collect();
+        let ids: Vec<Uuid> = similarity.keys().copied().collect();
+        let mut best: HashMap<Uuid, f32> = HashMap::new();
+        for (memory_id, evidence) in self.store.evidence_of(&ids).await? {
+            let Some(&s) = similarity.get(&memory_id) else {
+                continue;
+            };
+            let entry = best.entry(evidence.chunk_id).or_insert(s);
+            *entry = entry.max(s);
+        }
+        Ok(best)
     }
 }
 
