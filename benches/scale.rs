@@ -1331,7 +1331,9 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     let w = &mut out;
     let n = config.memories;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let nproc = command_output("nproc", &[]).unwrap_or_else(|| cores.to_string());
+    // Not the `nproc` command: it honours `OMP_THREAD_LIMIT`, which the OCR set-up lowers to 1
+    // in this process (and so in its children).
+    let nproc = cores.to_string();
     let seed = &m.seeding;
     let tail = seed.tail(TAIL_SAVES);
     let tail_n = tail.len();
