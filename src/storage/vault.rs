@@ -172,6 +172,8 @@ pub trait VaultStore: Send + Sync + 'static {
     /// The evidence of each memory among `ids`: `(memory_id, evidence)`, best confidence
     /// first.
     async fn evidence_of(&self, memory_ids: &[Uuid]) -> StoreResult<Vec<(Uuid, Evidence)>>;
+    /// The chunks each memory among `ids` is cited from: `(memory_id, chunk_id)`.
+    async fn cited_chunks(&self, memory_ids: &[Uuid]) -> StoreResult<Vec<(Uuid, Uuid)>>;
     /// Browse: newest first, with the exact total.
     async fn list_vault_memories(
         &self,

@@ -1291,6 +1291,23 @@ macro_rules! vault_sql {
                 self.vault_memories_with_sources(rows).await
             }
 
+            async fn cited_chunks(&self, memory_ids: &[Uuid]) -> StoreResult<Vec<(Uuid, Uuid)>> {
+                let mut cited = Vec::new();
+                for batch in memory_ids.chunks(IN_BATCH) {
+                    let mut qb = QueryBuilder::<$db>::new(
+                        "SELECT memory_id, chunk_id FROM vault_evidence WHERE memory_id IN (",
+                    );
+                    let mut list = qb.separated(", ");
+                    for id in batch {
+                        list.push_bind(*id);
+                    }
+                    qb.push(")");
+                    let rows: Vec<(Uuid, Uuid)> = qb.build_query_as().fetch_all(&self.pool).await?;
+                    cited.extend(rows);
+                }
+                Ok(cited)
+            }
+
             async fn evidence_of(&self, memory_ids: &[Uuid]) -> StoreResult<Vec<(Uuid, Evidence)>> {
                 let mut evidence = Vec::new();
                 for batch in memory_ids.chunks(IN_BATCH) {

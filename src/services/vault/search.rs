@@ -275,11 +275,11 @@ impl VaultService {
         let similarity: HashMap<Uuid, f32> = nearest.iter().map(|n| (n.id, n.similarity)).collect();
         let ids: Vec<Uuid> = similarity.keys().copied().collect();
         let mut best: HashMap<Uuid, f32> = HashMap::new();
-        for (memory_id, evidence) in self.store.evidence_of(&ids).await? {
+        for (memory_id, chunk_id) in self.store.cited_chunks(&ids).await? {
             let Some(&s) = similarity.get(&memory_id) else {
                 continue;
             };
-            let entry = best.entry(evidence.chunk_id).or_insert(s);
+            let entry = best.entry(chunk_id).or_insert(s);
             *entry = entry.max(s);
         }
         Ok(best)
