@@ -5,6 +5,13 @@
 //! engines ([`storage`], [`billing`], [`search`], [`embedding`], [`judge`], [`text`], the `memvault-actors`
 //! crate) -> [`config`], [`error`], [`model`].
 
+/// Every binary built on this crate (the server, the benches, the tests) allocates through
+/// mimalloc: the embedding model allocates and frees buffers of tens of megabytes for every
+/// layer, and glibc's malloc hands those back to the kernel each time, so each pass paid for
+/// page faults and zeroed pages (a third of its time; see docs/BENCHMARKS.md, "The allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod billing;
 pub mod cli;
 pub mod config;

@@ -1,6 +1,7 @@
 //! all-MiniLM-L6-v2 in-process: BERT through candle, mean pooling over the attention mask, L2
-//! normalisation. The packaged tokenizer pads every input to 128 tokens; it is reconfigured to
-//! pad a batch to its longest input and truncate at 256 tokens (the model's `max_seq_length`).
+//! normalisation. The packaged tokenizer pads every input to 128 tokens; here padding is off and
+//! each batch is padded to its longest input, truncated at 256 tokens (the model's
+//! `max_seq_length`). Batches are cut by a token budget, so short texts share large batches.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,16 +9,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use super::{EmbedError, Embedder, BATCH_SIZE};
+use super::bert::{mean_pool_normalized, Config, Encoder};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use super::{EmbedError, Embedder};
 
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 const MAX_TOKENS: usize = 256;
 
 struct Model {
-    bert: BertModel,
+    bert: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     dimensions: usize,
@@ -40,6 +42,7 @@ impl LocalEmbedder {
     /// Loads the model from a directory holding `config.json`, `tokenizer.json` and
     /// `model.safetensors`.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        tune_for_inference();
         let file = |name: &str| -> PathBuf { dir.join(name) };
         for name in ["config.json", "tokenizer.json", "model.safetensors"] {
             if !file(name).is_file() {
@@ -52,10 +55,8 @@ impl LocalEmbedder {
             serde_json::from_slice(&std::fs::read(file("config.json")).map_err(load_error)?)
                 .map_err(load_error)?;
         let mut tokenizer = Tokenizer::from_file(file("tokenizer.json")).map_err(load_error)?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
+        // Padding is done per batch here (the packaged tokenizer pads to a fixed 128).
+        tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: MAX_TOKENS,
@@ -66,7 +67,7 @@ impl LocalEmbedder {
         let weights = std::fs::read(file("model.safetensors")).map_err(load_error)?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(load_error)?;
-        let bert = BertModel::load(vb, &config).map_err(load_error)?;
+        let bert = Encoder::load(vb, &config).map_err(load_error)?;
         let dimensions = config.hidden_size;
         Ok(LocalEmbedder {
             model: Arc::new(Model {
@@ -79,47 +80,103 @@ impl LocalEmbedder {
     }
 }
 
+/// Settings for the model's passes, made once before the first.
+///
+/// - candle sizes its matrix products by `RAYON_NUM_THREADS` and, when that is unset, counts
+///   the physical cores by reading `/proc/cpuinfo` on every tensor operation: a quarter of a
+///   short query's encoding time. The count is taken once (the same physical cores candle
+///   would count) and written to the variable; a value set by the operator is kept. The
+///   variable also sizes rayon's global pool, where it has not started yet.
+/// - mimalloc hands freed memory back to the kernel after 10 ms, and each pass frees and
+///   allocates tens of megabytes, so the kernel zeroed fresh pages for every layer. The delay
+///   is raised to a second. Only when the option reads its documented default: the option has
+///   no named constant in the bindings, and it is the one before `use_numa_nodes` in mimalloc
+///   v3's list.
+fn tune_for_inference() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+            let cores = num_cpus::get_physical().max(1);
+            std::env::set_var("RAYON_NUM_THREADS", cores.to_string());
+        }
+        const PURGE_DELAY: libmimalloc_sys::mi_option_t =
+            libmimalloc_sys::mi_option_use_numa_nodes - 1;
+        // SAFETY: reading and setting a mimalloc option has no preconditions.
+        unsafe {
+            if libmimalloc_sys::mi_option_get(PURGE_DELAY) == 10 {
+                libmimalloc_sys::mi_option_set(PURGE_DELAY, 1_000);
+            }
+        }
+    });
+}
+
+/// Most padded tokens (texts x the longest of them) encoded in one pass.
+const TOKEN_BUDGET: usize = 4096;
+/// Most texts encoded in one pass.
+const MAX_BATCH: usize = 128;
+
+/// Splits texts, given by their token counts in ascending order, into consecutive batches of at
+/// most [`MAX_BATCH`] texts whose padded size (count x the longest) stays within
+/// [`TOKEN_BUDGET`]; a text longer than the budget goes alone. Short texts thus share large
+/// batches (the model's throughput keeps growing up to about 128 sentences) while long ones go
+/// in small batches (whose tensors stay small).
+fn token_batches(sorted_lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < sorted_lengths.len() {
+        let mut end = start + 1;
+        while end < sorted_lengths.len()
+            && end - start < MAX_BATCH
+            && (end - start + 1) * sorted_lengths[end] <= TOKEN_BUDGET
+        {
+            end += 1;
+        }
+        batches.push(start..end);
+        start = end;
+    }
+    batches
+}
+
 impl Model {
-    fn embed_batch(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Encodes texts already tokenized (unpadded), padding them to the longest of the batch.
+    fn embed_batch(
+        &self,
+        encodings: &[&tokenizers::Encoding],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        let padded = |get: fn(&tokenizers::Encoding) -> &[u32]| -> Result<Tensor, EmbedError> {
+            let mut flat = Vec::with_capacity(encodings.len() * width);
+            for encoding in encodings {
+                let row = get(encoding);
+                flat.extend_from_slice(row);
+                // 0 is both the [PAD] id and "not a token" in the attention mask.
+                flat.resize(flat.len() + (width - row.len()), 0);
+            }
+            Tensor::from_vec(flat, (encodings.len(), width), &self.device).map_err(inference_error)
+        };
+        let ids = padded(tokenizers::Encoding::get_ids)?;
+        let mask = padded(tokenizers::Encoding::get_attention_mask)?;
+        let vectors = (|| {
+            let hidden = self.bert.forward(&ids, &mask)?;
+            mean_pool_normalized(&hidden, &mask)?.to_vec2::<f32>()
+        })();
+        vectors.map_err(inference_error)
+    }
+
+    fn embed_all(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts, true)
             .map_err(inference_error)?;
-        let rows = |get: fn(&tokenizers::Encoding) -> &[u32]| -> Result<Tensor, EmbedError> {
-            let rows = encodings
-                .iter()
-                .map(|e| Tensor::new(get(e), &self.device))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(inference_error)?;
-            Tensor::stack(&rows, 0).map_err(inference_error)
-        };
-        let ids = rows(tokenizers::Encoding::get_ids)?;
-        let mask = rows(tokenizers::Encoding::get_attention_mask)?;
-        let token_types = ids.zeros_like().map_err(inference_error)?;
-        let hidden = self
-            .bert
-            .forward(&ids, &token_types, Some(&mask))
-            .map_err(inference_error)?;
-        // Mean over the real tokens, then unit length.
-        let pooled = (|| {
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-            let counts = mask.sum(1)?;
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
-        })();
-        pooled.map_err(inference_error)
-    }
-
-    fn embed_all(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         // Similar lengths batch together (less padding); results go back in input order.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH_SIZE) {
-            let batch = chunk.iter().map(|&i| texts[i].clone()).collect();
-            for (&i, vector) in chunk.iter().zip(self.embed_batch(batch)?) {
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let lengths: Vec<usize> = order.iter().map(|&i| encodings[i].len()).collect();
+        let mut out = vec![Vec::new(); encodings.len()];
+        for range in token_batches(&lengths) {
+            let chunk = &order[range];
+            let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&i, vector) in chunk.iter().zip(self.embed_batch(&batch)?) {
                 out[i] = vector;
             }
         }
@@ -154,13 +211,16 @@ mod tests {
     use crate::embedding::cosine;
 
     /// The installed model (`scripts/install-model.sh`); the test fails loudly without it.
-    fn model() -> LocalEmbedder {
-        let dir = std::env::var("MEMVAULT_EMBEDDING_MODEL_DIR")
+    fn model_dir() -> PathBuf {
+        std::env::var("MEMVAULT_EMBEDDING_MODEL_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|_| {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2")
-            });
-        LocalEmbedder::load(&dir).unwrap_or_else(|e| panic!("{e}"))
+            })
+    }
+
+    fn model() -> LocalEmbedder {
+        LocalEmbedder::load(&model_dir()).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn embed(model: &LocalEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
@@ -183,6 +243,79 @@ mod tests {
         // sentence-transformers' all-MiniLM-L6-v2 gives 0.7689 for this pair.
         let similarity = cosine(&v[0], &v[1]);
         assert!((similarity - 0.7689).abs() < 0.002, "cosine {similarity}");
+    }
+
+    /// The encoder of `bert.rs` against candle-transformers' BERT on the same weights and
+    /// tokens: short, long (truncated at 256) and padded inputs in one batch.
+    #[test]
+    fn the_encoder_matches_candles_reference_bert() {
+        use candle_transformers::models::bert::{BertModel, Config as ReferenceConfig};
+        let dir = model_dir();
+        let config: ReferenceConfig =
+            serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+        let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).unwrap();
+        let reference = BertModel::load(vb, &config).unwrap();
+        let ours = model();
+        let long =
+            "the committee reviewed the quarterly report and found that revenue grew. ".repeat(40);
+        let texts = [
+            "deploys are on Thursday",
+            "What city do I live in?",
+            long.as_str(),
+            "Ünïcödé, numbers 42 and ids like ab-123 survive tokenization.",
+        ];
+        let encodings = ours
+            .model
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .unwrap();
+        let batch: Vec<&tokenizers::Encoding> = encodings.iter().collect();
+        let got = ours.model.embed_batch(&batch).unwrap();
+        let width = encodings.iter().map(|e| e.len()).max().unwrap();
+        assert_eq!(width, MAX_TOKENS, "the long text is truncated");
+        let padded = |get: fn(&tokenizers::Encoding) -> &[u32]| {
+            let rows: Vec<Tensor> = encodings
+                .iter()
+                .map(|e| {
+                    let mut row = get(e).to_vec();
+                    row.resize(width, 0);
+                    Tensor::new(row.as_slice(), &Device::Cpu).unwrap()
+                })
+                .collect();
+            Tensor::stack(&rows, 0).unwrap()
+        };
+        let (ids, mask) = (
+            padded(tokenizers::Encoding::get_ids),
+            padded(tokenizers::Encoding::get_attention_mask),
+        );
+        let hidden = reference
+            .forward(&ids, &ids.zeros_like().unwrap(), Some(&mask))
+            .unwrap();
+        let expected = mean_pool_normalized(&hidden, &mask)
+            .unwrap()
+            .to_vec2::<f32>()
+            .unwrap();
+        for (text, (a, b)) in texts.iter().zip(got.iter().zip(&expected)) {
+            let drift = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0_f32, f32::max);
+            assert!(drift < 1e-5, "{drift} on {text:.30}");
+        }
+    }
+
+    /// Guards the option number of `tune_for_inference`: with this mimalloc, the option before
+    /// `use_numa_nodes` read 10 (purge delay's default) and now holds the second it was given.
+    #[test]
+    fn loading_the_model_raises_the_allocators_purge_delay() {
+        let _model = model();
+        let delay = unsafe {
+            libmimalloc_sys::mi_option_get(libmimalloc_sys::mi_option_use_numa_nodes - 1)
+        };
+        assert_eq!(delay, 1_000);
+        assert!(std::env::var("RAYON_NUM_THREADS").is_ok());
     }
 
     #[test]
@@ -213,6 +346,37 @@ mod tests {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0_f32, f32::max);
         assert!(drift < 1e-4, "padding changed the vector by {drift}");
+    }
+
+    #[test]
+    fn token_batches_respect_the_budget_and_cover_every_text() {
+        assert!(token_batches(&[]).is_empty());
+        // Short texts fill a batch up to the count cap.
+        let short = vec![10; 300];
+        let batches = token_batches(&short);
+        assert_eq!(batches, vec![0..128, 128..256, 256..300]);
+        // Long texts: 4096 / 256 = 16 a batch.
+        let long = vec![256; 40];
+        assert_eq!(token_batches(&long), vec![0..16, 16..32, 32..40]);
+        // Mixed, ascending: each batch's padded size stays in the budget, and the ranges
+        // cover every index once, in order.
+        let mut mixed: Vec<usize> = (0..500).map(|i| 3 + (i * 7) % 254).collect();
+        mixed.sort();
+        let batches = token_batches(&mixed);
+        let mut next = 0;
+        for range in &batches {
+            assert_eq!(range.start, next);
+            assert!(!range.is_empty() && range.len() <= MAX_BATCH);
+            let widest = mixed[range.end - 1];
+            assert!(
+                range.len() == 1 || range.len() * widest <= TOKEN_BUDGET,
+                "{range:?}"
+            );
+            next = range.end;
+        }
+        assert_eq!(next, mixed.len());
+        // A text over the budget goes alone.
+        assert_eq!(token_batches(&[5000, 6000]), vec![0..1, 1..2]);
     }
 
     #[test]

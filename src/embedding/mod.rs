@@ -5,6 +5,7 @@
 //! Encoding is CPU work: it runs on tokio's blocking threads, never on the async workers or an
 //! actor's mailbox. Query vectors are cached (moka), so a repeated query costs nothing.
 
+mod bert;
 mod local;
 mod remote;
 
@@ -17,7 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 pub use local::LocalEmbedder;
 pub use remote::RemoteEmbedder;
 
-/// Texts are encoded in batches of at most this many.
+/// Texts sent to an embedding server in one request, and single saves gathered into one
+/// encoding by the batcher, at most. (The local model cuts its own batches by a token budget.)
 pub const BATCH_SIZE: usize = 32;
 
 #[derive(Debug, thiserror::Error)]
