@@ -59,7 +59,7 @@ impl Encoder {
         }
         let hidden = config.hidden_size;
         let heads = config.num_attention_heads;
-        if heads == 0 || hidden % heads != 0 {
+        if heads == 0 || !hidden.is_multiple_of(heads) {
             candle_core::bail!("{hidden} hidden units do not split into {heads} heads");
         }
         let eps = config.layer_norm_eps;
