@@ -72,10 +72,69 @@ impl Point for Embedding {
     }
 }
 
+/// Dot product over the common prefix of `a` and `b`: every distance of the HNSW builds and
+/// searches and every exact scan goes through it. On x86-64 with AVX2 and FMA (detected once
+/// at run time: the build targets baseline x86-64, whose SSE2 does 4 lanes) it runs 32 lanes
+/// of fused multiply-adds at a time; elsewhere 8 independent lanes that the compiler
+/// vectorises.
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            return unsafe { dot_avx2_fma(a, b) };
+        }
+    }
+    dot_portable(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    })
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (a_blocks, a_rest) = a.as_chunks::<32>();
+    let (b_blocks, b_rest) = b.as_chunks::<32>();
+    // Four accumulators, so consecutive multiply-adds do not wait on each other.
+    let mut acc = [_mm256_setzero_ps(); 4];
+    for (x, y) in a_blocks.iter().zip(b_blocks) {
+        for (lane, sum) in acc.iter_mut().enumerate() {
+            // SAFETY: each block holds 32 floats; lane * 8 + 8 <= 32.
+            let (xv, yv) = unsafe {
+                (
+                    _mm256_loadu_ps(x.as_ptr().add(lane * 8)),
+                    _mm256_loadu_ps(y.as_ptr().add(lane * 8)),
+                )
+            };
+            *sum = _mm256_fmadd_ps(xv, yv, *sum);
+        }
+    }
+    let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut lanes = [0.0f32; 8];
+    // SAFETY: `lanes` holds 8 floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), v) };
+    let mut sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
+        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    sum += dot_portable(a_rest, b_rest);
+    sum
+}
+
 /// Dot product over the common prefix of `a` and `b`, in 8 independent lanes so that the
 /// compiler can vectorise it.
 #[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let (a_chunks, a_rest) = a.as_chunks::<8>();
@@ -851,11 +910,19 @@ mod tests {
     #[test]
     fn dot_matches_naive() {
         let mut rng = StdRng::seed_from_u64(1);
-        for dims in [0, 1, 7, 8, 9, 31, 384] {
+        for dims in [0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 100, 384] {
             let a: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
             let b: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
             let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             assert!((dot(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
+            assert!((dot_portable(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
+            // Unequal lengths: the common prefix.
+            let short = &b[..dims / 2];
+            let prefix: f32 = a.iter().zip(short).map(|(x, y)| x * y).sum();
+            assert!(
+                (dot(&a, short) - prefix).abs() < 1e-4,
+                "dims {dims}, prefix"
+            );
         }
     }
 
