@@ -9,10 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use super::bert::{mean_pool_normalized, Config, Encoder};
-use tokenizers::{Tokenizer, TruncationParams};
-
 use super::{EmbedError, Embedder};
 
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -137,26 +136,29 @@ fn token_batches(sorted_lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
     batches
 }
 
+/// One row per encoding of `get` (its ids or its attention mask), each padded with 0 to the
+/// longest: 0 is both the [PAD] id and "not a token" in the mask. `(encodings, longest)`, `u32`.
+fn padded(
+    encodings: &[&Encoding],
+    get: fn(&Encoding) -> &[u32],
+    device: &Device,
+) -> candle_core::Result<Tensor> {
+    let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+    let mut flat = Vec::with_capacity(encodings.len() * width);
+    for encoding in encodings {
+        let row = get(encoding);
+        flat.extend_from_slice(row);
+        flat.resize(flat.len() + (width - row.len()), 0);
+    }
+    Tensor::from_vec(flat, (encodings.len(), width), device)
+}
+
 impl Model {
     /// Encodes texts already tokenized (unpadded), padding them to the longest of the batch.
-    fn embed_batch(
-        &self,
-        encodings: &[&tokenizers::Encoding],
-    ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-        let padded = |get: fn(&tokenizers::Encoding) -> &[u32]| -> Result<Tensor, EmbedError> {
-            let mut flat = Vec::with_capacity(encodings.len() * width);
-            for encoding in encodings {
-                let row = get(encoding);
-                flat.extend_from_slice(row);
-                // 0 is both the [PAD] id and "not a token" in the attention mask.
-                flat.resize(flat.len() + (width - row.len()), 0);
-            }
-            Tensor::from_vec(flat, (encodings.len(), width), &self.device).map_err(inference_error)
-        };
-        let ids = padded(tokenizers::Encoding::get_ids)?;
-        let mask = padded(tokenizers::Encoding::get_attention_mask)?;
+    fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let vectors = (|| {
+            let ids = padded(encodings, Encoding::get_ids, &self.device)?;
+            let mask = padded(encodings, Encoding::get_attention_mask, &self.device)?;
             let hidden = self.bert.forward(&ids, &mask)?;
             mean_pool_normalized(&hidden, &mask)?.to_vec2::<f32>()
         })();
@@ -175,7 +177,7 @@ impl Model {
         let mut out = vec![Vec::new(); encodings.len()];
         for range in token_batches(&lengths) {
             let chunk = &order[range];
-            let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
             for (&i, vector) in chunk.iter().zip(self.embed_batch(&batch)?) {
                 out[i] = vector;
             }
@@ -270,25 +272,12 @@ mod tests {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .unwrap();
-        let batch: Vec<&tokenizers::Encoding> = encodings.iter().collect();
+        let batch: Vec<&Encoding> = encodings.iter().collect();
         let got = ours.model.embed_batch(&batch).unwrap();
         let width = encodings.iter().map(|e| e.len()).max().unwrap();
         assert_eq!(width, MAX_TOKENS, "the long text is truncated");
-        let padded = |get: fn(&tokenizers::Encoding) -> &[u32]| {
-            let rows: Vec<Tensor> = encodings
-                .iter()
-                .map(|e| {
-                    let mut row = get(e).to_vec();
-                    row.resize(width, 0);
-                    Tensor::new(row.as_slice(), &Device::Cpu).unwrap()
-                })
-                .collect();
-            Tensor::stack(&rows, 0).unwrap()
-        };
-        let (ids, mask) = (
-            padded(tokenizers::Encoding::get_ids),
-            padded(tokenizers::Encoding::get_attention_mask),
-        );
+        let ids = padded(&batch, Encoding::get_ids, &Device::Cpu).unwrap();
+        let mask = padded(&batch, Encoding::get_attention_mask, &Device::Cpu).unwrap();
         let hidden = reference
             .forward(&ids, &ids.zeros_like().unwrap(), Some(&mask))
             .unwrap();
