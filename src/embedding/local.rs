@@ -67,6 +67,11 @@ impl LocalEmbedder {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(load_error)?;
         let bert = Encoder::load(vb, &config).map_err(load_error)?;
+        // The weights file (about 90 MB, read whole) is dropped now that the tensors hold the
+        // weights. mimalloc purges freed memory lazily, on later allocator activity, so an idle
+        // server kept it (241 MB against 167 MB at start-up; docs/BENCHMARKS.md): give it back.
+        // SAFETY: `mi_collect` has no preconditions.
+        unsafe { libmimalloc_sys::mi_collect(true) };
         let dimensions = config.hidden_size;
         Ok(LocalEmbedder {
             model: Arc::new(Model {
