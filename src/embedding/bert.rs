@@ -3,10 +3,10 @@
 //!
 //! Why not `candle-transformers`' BERT: its GELU calls a scalar `erf` per element, which `perf`
 //! put at 12 % of a chunk's encoding on 2 cores; here GELU is one vectorisable pass ([`gelu`]).
-//! It also runs three matrix products
-//! for query, key and value and scales the scores afterwards; here the three are one product
-//! with the scale folded into the query weights at load time; and the padding mask is applied
-//! inside the softmax ([`MaskedSoftmax`]) instead of by a pass of its own. The arithmetic is
+//! It also runs three matrix products for query, key and value and scales the scores
+//! afterwards; here the three are one product with the scale folded into the query weights at
+//! load time; and the padding mask is applied inside the softmax ([`MaskedSoftmax`]) instead
+//! of by a pass of its own. The arithmetic is
 //! otherwise the same, and a test holds the vectors to the reference model's.
 
 use candle_core::{
