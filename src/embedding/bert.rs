@@ -5,14 +5,15 @@
 //! put at 12 % of a chunk's encoding on 2 cores; here GELU is one vectorisable pass ([`gelu`]).
 //! It also runs three matrix products for query, key and value and scales the scores
 //! afterwards; here the three are one product with the scale folded into the query weights at
-//! load time; and the padding mask is applied inside the softmax ([`MaskedSoftmax`]) instead
-//! of by a pass of its own. The arithmetic is
-//! otherwise the same, and a test holds the vectors to the reference model's.
+//! load time; the padding mask is applied inside the softmax ([`MaskedSoftmax`]) instead of
+//! by a pass of its own; and the weights are kept transposed ([`Dense`]), which spares the
+//! matrix product a repacking on every call. The arithmetic is otherwise the same, and a test
+//! holds the vectors to the reference model's.
 
 use candle_core::{
     CpuStorage, CustomOp1, CustomOp2, DType, Layout, Module, Result, Shape, Tensor, D,
 };
-use candle_nn::{layer_norm, linear, LayerNorm, Linear, VarBuilder};
+use candle_nn::{layer_norm, LayerNorm, VarBuilder};
 use rayon::prelude::*;
 use serde::Deserialize;
 
@@ -34,12 +35,50 @@ pub struct Config {
 
 struct Layer {
     /// Query (pre-scaled), key and value in one product: hidden -> 3 x hidden.
-    qkv: Linear,
-    attention_out: Linear,
+    qkv: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
+    up: Dense,
+    down: Dense,
     output_norm: LayerNorm,
+}
+
+/// A fully connected layer whose weights are stored transposed, `(in, out)` and contiguous, so
+/// that the matrix product reads them in the order it packs them. (`candle_nn::Linear` keeps
+/// the file's `(out, in)` and multiplies by a transposed view: for a short text, repacking
+/// that view on every call cost as much as the product itself.)
+struct Dense {
+    weight: Tensor,
+    bias: Tensor,
+}
+
+impl Dense {
+    /// From the file's `(out, in)` weight.
+    fn new(weight: &Tensor, bias: Tensor) -> Result<Self> {
+        Ok(Dense {
+            weight: weight.t()?.contiguous()?,
+            bias,
+        })
+    }
+
+    fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> Result<Self> {
+        Dense::new(
+            &vb.get((outputs, inputs), "weight")?,
+            vb.get(outputs, "bias")?,
+        )
+    }
+
+    /// `(..., in)` -> `(..., out)`.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut dims = x.dims().to_vec();
+        let inputs = dims.pop().unwrap_or(0);
+        let rows = dims.iter().product::<usize>();
+        dims.push(self.weight.dim(1)?);
+        x.reshape((rows, inputs))?
+            .matmul(&self.weight)?
+            .broadcast_add(&self.bias)?
+            .reshape(dims)
+    }
 }
 
 pub struct Encoder {
@@ -88,20 +127,20 @@ impl Encoder {
             let (qw, qb) = part("query")?;
             let (kw, kb) = part("key")?;
             let (vw, vb_) = part("value")?;
-            let qkv = Linear::new(
-                Tensor::cat(&[(qw * scale)?, kw, vw], 0)?,
-                Some(Tensor::cat(&[(qb * scale)?, kb, vb_], 0)?),
-            );
+            let qkv = Dense::new(
+                &Tensor::cat(&[(qw * scale)?, kw, vw], 0)?,
+                Tensor::cat(&[(qb * scale)?, kb, vb_], 0)?,
+            )?;
             layers.push(Layer {
                 qkv,
-                attention_out: linear(hidden, hidden, attention.pp("output").pp("dense"))?,
+                attention_out: Dense::load(hidden, hidden, attention.pp("output").pp("dense"))?,
                 attention_norm: layer_norm(hidden, eps, attention.pp("output").pp("LayerNorm"))?,
-                up: linear(
+                up: Dense::load(
                     hidden,
                     config.intermediate_size,
                     vb.pp("intermediate").pp("dense"),
                 )?,
-                down: linear(
+                down: Dense::load(
                     config.intermediate_size,
                     hidden,
                     vb.pp("output").pp("dense"),

@@ -91,6 +91,11 @@ impl LocalEmbedder {
 ///   short query's encoding time. The count is taken once (the same physical cores candle
 ///   would count) and written to the variable; a value set by the operator is kept. The
 ///   variable also sizes rayon's global pool, where it has not started yet.
+/// - candle runs large element-wise passes on a pool of its own besides rayon's, whose idle
+///   thread spins for a while before it sleeps. On 2 cores that spinning took the core the next
+///   matrix product's rayon thread needed: a 44-token text took 14-19 ms instead of 10.5-15
+///   (docs/BENCHMARKS.md). The thread is made to sleep at once, unless the operator set
+///   `CANDLE_BARRIER_POOL_SPIN_LIMIT`.
 /// - mimalloc hands freed memory back to the kernel after 10 ms, and each pass frees and
 ///   allocates tens of megabytes, so the kernel zeroed fresh pages for every layer. The delay
 ///   is raised to a second. Only when the option reads its documented default: the option has
@@ -102,6 +107,9 @@ fn tune_for_inference() {
         if std::env::var_os("RAYON_NUM_THREADS").is_none() {
             let cores = num_cpus::get_physical().max(1);
             std::env::set_var("RAYON_NUM_THREADS", cores.to_string());
+        }
+        if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
+            std::env::set_var("CANDLE_BARRIER_POOL_SPIN_LIMIT", "1");
         }
         const PURGE_DELAY: libmimalloc_sys::mi_option_t =
             libmimalloc_sys::mi_option_use_numa_nodes - 1;
@@ -310,6 +318,7 @@ mod tests {
         };
         assert_eq!(delay, 1_000);
         assert!(std::env::var("RAYON_NUM_THREADS").is_ok());
+        assert!(std::env::var("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_ok());
     }
 
     #[test]
