@@ -457,3 +457,92 @@ async fn import_and_export_round_trip_with_history() {
     assert!(!ok);
     assert!(stderr.contains("workspace"), "{stderr}");
 }
+
+/// A line's `supersedesId` links it to the line with that `id`, whether that line is in the
+/// same batch or an earlier one (batches are 256 lines, the next embedded while one is saved),
+/// and even when the two texts are unrelated, so no fact-update rule would link them.
+#[tokio::test]
+async fn import_links_versions_by_id_within_and_across_batches() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, created, stderr) = admin(&db, dir.path(), &["create-workspace", "--name", "Chains"]);
+    assert!(ok, "{stderr}");
+    let workspace = created["workspaceId"].as_str().unwrap().to_string();
+    let first = "11111111-1111-4111-8111-111111111111";
+    let second = "22222222-2222-4222-8222-222222222222";
+    let mut lines = vec![
+        format!(r#"{{"id": "{first}", "content": "The guest wifi password is on the fridge."}}"#),
+        format!(r#"{{"id": "{second}", "content": "Quarterly taxes are filed by Dana."}}"#),
+        format!(
+            r#"{{"supersedesId": "{second}", "content": "The garden hose leaks near the tap."}}"#
+        ),
+    ];
+    let animals = [
+        "otter", "heron", "lynx", "badger", "gecko", "falcon", "moose", "newt",
+    ];
+    let colours = [
+        "amber", "teal", "crimson", "olive", "ivory", "indigo", "coral", "slate",
+    ];
+    for n in 0..297 {
+        lines.push(format!(
+            r#"{{"content": "Shelf {n} holds the {} {} figurine."}}"#,
+            colours[n % 8],
+            animals[(n / 8) % 8]
+        ));
+    }
+    lines.push(format!(
+        r#"{{"supersedesId": "{first}", "content": "Parking permits renew every March."}}"#
+    ));
+    let input = dir.path().join("chains.jsonl");
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let (ok, report, stderr) = admin(
+        &db,
+        dir.path(),
+        &["import", "--workspace", &workspace, input.to_str().unwrap()],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(report["lines"], 301, "{report}");
+    assert_eq!(report["failed"], 0, "{report}");
+    assert!(report["superseded"].as_u64().unwrap() >= 2, "{report}");
+
+    let output = dir.path().join("out.jsonl");
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &[
+            "export",
+            "--workspace",
+            &workspace,
+            "--output",
+            output.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let exported: Vec<Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |content: &str| {
+        exported
+            .iter()
+            .find(|m| m["content"] == content)
+            .unwrap_or_else(|| panic!("{content} not exported"))
+            .clone()
+    };
+    for (old, new) in [
+        (
+            "Quarterly taxes are filed by Dana.",
+            "The garden hose leaks near the tap.",
+        ),
+        (
+            "The guest wifi password is on the fridge.",
+            "Parking permits renew every March.",
+        ),
+    ] {
+        let (old, new) = (find(old), find(new));
+        assert_eq!(new["supersedesId"], old["id"], "{new}");
+        assert_eq!(new["version"], 2, "{new}");
+        assert_eq!(old["isCurrent"], false, "{old}");
+    }
+}

@@ -15,7 +15,7 @@ use memvault_actors::Admission;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{embed_error, CreateMemory, MemoryService, MemoryView, SaveStatus};
+use super::{embed_error, CreateMemory, Draft, MemoryService, MemoryView, SaveStatus};
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
 use crate::model::{Embedded, Source};
@@ -67,8 +67,20 @@ impl ImportReport {
     }
 }
 
+/// A batch of lines parsed and validated.
+struct Prepared {
+    lines: usize,
+    /// `(line number, reason)` of the lines refused while parsing, in order.
+    refused: Vec<(usize, String)>,
+    /// `(line number, exported id, exported id it supersedes, draft)`.
+    drafts: Vec<(usize, Option<Uuid>, Option<Uuid>, Draft)>,
+}
+
 impl MemoryService {
     /// Imports JSON lines into a workspace. `progress` is called with the lines done so far.
+    ///
+    /// (Embedding the next batch while the current one is saved was measured and not kept: on
+    /// 2 cores it used more CPU and memory for the same time, `docs/BENCHMARKS.md`.)
     pub async fn import(
         &self,
         workspace_id: Uuid,
@@ -89,53 +101,45 @@ impl MemoryService {
         let mut report = ImportReport::default();
         // Exported id -> the id it was imported as.
         let mut imported: HashMap<Uuid, Uuid> = HashMap::new();
-        let mut batch: Vec<(usize, String)> = Vec::with_capacity(IMPORT_BATCH);
-        for (index, line) in input.lines().enumerate() {
-            let line =
-                line.map_err(|e| Error::BadRequest(format!("cannot read the input: {e}")))?;
-            if line.trim().is_empty() {
-                continue;
+        let mut lines = input.lines().enumerate();
+        loop {
+            let mut batch: Vec<(usize, String)> = Vec::with_capacity(IMPORT_BATCH);
+            while batch.len() < IMPORT_BATCH {
+                let Some((index, line)) = lines.next() else {
+                    break;
+                };
+                let line =
+                    line.map_err(|e| Error::BadRequest(format!("cannot read the input: {e}")))?;
+                if !line.trim().is_empty() {
+                    batch.push((index + 1, line));
+                }
             }
-            batch.push((index + 1, line));
-            if batch.len() == IMPORT_BATCH {
-                self.import_batch(
-                    &caller,
-                    std::mem::take(&mut batch),
-                    &mut imported,
-                    &mut report,
-                )
+            if batch.is_empty() {
+                break;
+            }
+            let prepared = self.prepare_batch(&caller, batch);
+            self.import_batch(&caller, prepared, &mut imported, &mut report)
                 .await?;
-                progress(report.lines);
-            }
+            progress(report.lines);
         }
-        self.import_batch(&caller, batch, &mut imported, &mut report)
-            .await?;
-        progress(report.lines);
         Ok(report)
     }
 
-    async fn import_batch(
-        &self,
-        caller: &Caller,
-        lines: Vec<(usize, String)>,
-        imported: &mut HashMap<Uuid, Uuid>,
-        report: &mut ImportReport,
-    ) -> Result<()> {
-        // Validate every line into a draft, then embed the batch in one go.
+    /// Parses and validates a batch.
+    fn prepare_batch(&self, caller: &Caller, lines: Vec<(usize, String)>) -> Prepared {
+        let mut refused = Vec::new();
         let mut drafts = Vec::with_capacity(lines.len());
+        let count = lines.len();
         for (number, text) in lines {
-            report.lines += 1;
             let parsed: ImportLine = match serde_json::from_str(&text) {
                 Ok(parsed) => parsed,
                 Err(e) => {
-                    report.refuse(number, format!("not a JSON memory: {e}"));
+                    refused.push((number, format!("not a JSON memory: {e}")));
                     continue;
                 }
             };
-            let supersedes = parsed
-                .supersedes_id
-                .and_then(|old| imported.get(&old))
-                .map(Uuid::to_string);
+            // `supersedes` names an id of this file; it is resolved when the batch is saved,
+            // once the lines before it are.
             let input = CreateMemory {
                 content: parsed.content.clone(),
                 category: parsed.category.clone(),
@@ -143,7 +147,7 @@ impl MemoryService {
                 project: parsed.project.clone(),
                 valid_from: parsed.valid_from.clone(),
                 valid_until: parsed.valid_until.clone(),
-                supersedes,
+                supersedes: None,
                 infer: parsed.infer,
                 workspace_id: None,
             };
@@ -153,34 +157,58 @@ impl MemoryService {
                         draft.memory.created_at = created_at;
                     }
                     draft.flush = false;
-                    if draft.infer
-                        && draft.memory.content.chars().count() > self.tuning.long_note_chars
-                        && draft.supersedes.is_none()
-                    {
-                        report.refuse(
-                            number,
-                            format!(
-                                "content is over {} characters: save long notes through the API",
-                                self.tuning.long_note_chars
-                            ),
-                        );
-                        continue;
-                    }
-                    drafts.push((number, parsed.id, draft));
+                    drafts.push((number, parsed.id, parsed.supersedes_id, draft));
                 }
-                Err(e) => report.refuse(number, e.to_string()),
+                Err(e) => refused.push((number, e.to_string())),
             }
         }
-        let texts = drafts
+        Prepared {
+            lines: count,
+            refused,
+            drafts,
+        }
+    }
+
+    /// Embeds a batch's texts in one call, then saves line after line. A `supersedesId` is
+    /// resolved here, so it may name any line before it, in this batch or an earlier one.
+    async fn import_batch(
+        &self,
+        caller: &Caller,
+        batch: Prepared,
+        imported: &mut HashMap<Uuid, Uuid>,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        report.lines += batch.lines;
+        for (number, reason) in batch.refused {
+            report.refuse(number, reason);
+        }
+        let texts = batch
+            .drafts
             .iter()
-            .map(|(_, _, d)| d.memory.content.clone())
+            .map(|(_, _, _, d)| d.memory.content.clone())
             .collect();
         let vectors = self
             .embeddings
             .embed_documents(texts)
             .await
             .map_err(embed_error)?;
-        for ((number, old_id, mut draft), vector) in drafts.into_iter().zip(vectors) {
+        for ((number, old_id, supersedes_id, mut draft), vector) in
+            batch.drafts.into_iter().zip(vectors)
+        {
+            draft.supersedes = supersedes_id.and_then(|old| imported.get(&old).copied());
+            if draft.infer
+                && draft.memory.content.chars().count() > self.tuning.long_note_chars
+                && draft.supersedes.is_none()
+            {
+                report.refuse(
+                    number,
+                    format!(
+                        "content is over {} characters: save long notes through the API",
+                        self.tuning.long_note_chars
+                    ),
+                );
+                continue;
+            }
             draft.memory.embedding = Some(Embedded {
                 model: self.embeddings.model().into(),
                 vector: vector.into(),
