@@ -20,31 +20,34 @@
 //! Every request must answer the expected status (201 for save, 200 for get and list); any
 //! other outcome is counted, shown, and makes the benchmark exit non-zero.
 
+#[path = "common/client.rs"]
+mod client;
+#[path = "common/cpu.rs"]
+mod cpu;
 #[path = "common/database.rs"]
 mod database;
+#[path = "common/pass_cpu.rs"]
+mod pass_cpu;
+#[path = "common/server.rs"]
+mod server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use database::{is_postgres, millis, percentile_ms, Database};
-use memvault::config::{MemoryLimits, Settings, SqliteSync, Switch};
-use memvault::services::AccountsService;
+use client::{client, expect, expect_json};
+use cpu::process_cpu_time;
+use database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
+use memvault::config::{Settings, SqliteSync};
 use memvault::startup::Application;
-use memvault::storage::Backend;
+use pass_cpu::{cpu_share, cpu_since};
 use rand::Rng;
 use reqwest::StatusCode;
 use uuid::Uuid;
 
-/// The memory limit of every plan during the benchmark: never reached.
-const NO_MEMORY_LIMIT: u64 = 10_000_000;
 /// Error messages kept per pass, to show what went wrong.
 const ERROR_SAMPLES: usize = 5;
-/// Characters of an unexpected response body shown in its error message.
-const BODY_SHOWN: usize = 300;
-/// Passes shorter than this show no CPU figure: the kernel counts CPU time in 10 ms ticks.
-const MIN_WALL_FOR_CPU: Duration = Duration::from_millis(200);
 
 struct Config {
     concurrency: usize,
@@ -69,16 +72,7 @@ impl Config {
             "normal" => SqliteSync::Normal,
             other => bail!("BENCH_SQLITE_SYNC must be `full` or `normal`, not `{other}`"),
         };
-        let postgres_url = match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
-            Ok(url) if is_postgres(&url) => Some(url),
-            Ok(url) if !url.trim().is_empty() => {
-                bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
-            }
-            // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
-            _ => std::env::var("DATABASE_URL")
-                .ok()
-                .filter(|url| is_postgres(url)),
-        };
+        let postgres_url = postgres_url_from_env()?;
         Ok(Config {
             concurrency: env_count("BENCH_CONCURRENCY", 16, 1)?,
             requests: env_count("BENCH_REQUESTS", 5_000, 1)?,
@@ -161,9 +155,7 @@ impl Target {
                     .post(format!("{}/api/memories", self.base))
                     .header("x-api-key", &self.key)
                     .json(&body);
-                let bytes = expect(request, "POST /api/memories", StatusCode::CREATED).await?;
-                let saved: serde_json::Value = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("POST /api/memories: body is not JSON: {e}"))?;
+                let saved = expect_json(request, "POST /api/memories", StatusCode::CREATED).await?;
                 if saved["status"] != "created" {
                     return Err(format!(
                         "POST /api/memories: expected a new memory: {saved}"
@@ -211,28 +203,6 @@ impl Target {
 
 fn random_index(len: usize) -> usize {
     rand::rng().random_range(0..len)
-}
-
-/// Sends `request` and reads the whole body; an error unless the status is `expected`.
-async fn expect(
-    request: reqwest::RequestBuilder,
-    what: &str,
-    expected: StatusCode,
-) -> Result<Vec<u8>, String> {
-    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{what}: reading the body: {e}"))?;
-    if status != expected {
-        let body: String = String::from_utf8_lossy(&bytes)
-            .chars()
-            .take(BODY_SHOWN)
-            .collect();
-        return Err(format!("{what}: expected {expected}, got {status}: {body}"));
-    }
-    Ok(bytes.to_vec())
 }
 
 /// What one pass measured.
@@ -319,27 +289,13 @@ async fn run_pass(
         pass.error_samples.extend(out.error_samples);
     }
     pass.wall = started.elapsed();
-    if let (Some(before), Some(after)) = (cpu_before, process_cpu_time()) {
-        pass.cpu = after
-            .checked_sub(before)
-            .filter(|_| pass.wall >= MIN_WALL_FOR_CPU);
-    }
+    pass.cpu = cpu_since(cpu_before, pass.wall);
     pass.latencies.sort_unstable();
     pass.error_samples.truncate(ERROR_SAMPLES);
     for sample in &pass.error_samples {
         eprintln!("[{label} {}] {sample}", pass.op);
     }
     Ok(pass)
-}
-
-/// User plus system CPU time of this whole process, from `/proc/self/stat` (Linux; `None`
-/// elsewhere). The kernel reports it in ticks of 1/100 s (`USER_HZ`).
-fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is in parentheses: state is field 3, utime 14.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
 }
 
 fn print_table(backend: &str, passes: &[Pass]) {
@@ -349,15 +305,7 @@ fn print_table(backend: &str, passes: &[Pass]) {
     println!("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for pass in passes {
         let throughput = pass.requests as f64 / pass.wall.as_secs_f64();
-        let cpu = pass.cpu.map_or_else(
-            || "n/a".to_string(),
-            |cpu| {
-                format!(
-                    "{:.0}%",
-                    100.0 * cpu.as_secs_f64() / pass.wall.as_secs_f64()
-                )
-            },
-        );
+        let cpu = cpu_share(pass.cpu, pass.wall);
         println!(
             "| {} | {} | {backend} | {} | {} | {} | {throughput:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {cpu} |",
             pass.label,
@@ -376,20 +324,12 @@ fn print_table(backend: &str, passes: &[Pass]) {
 /// Starts the server on `database`, runs every pass, stops the server; the number of requests
 /// that did not answer as expected.
 async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
-    let mut settings = Settings {
-        listen: ([127, 0, 0, 1], 0).into(),
-        rate_limits: Switch::Off,
-        memory_limits: MemoryLimits {
-            free: NO_MEMORY_LIMIT,
-            hobby: NO_MEMORY_LIMIT,
-            pro: NO_MEMORY_LIMIT,
-            ultimate: NO_MEMORY_LIMIT,
-        },
+    let mut settings = server::bench_settings(Settings {
         log_level: std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".to_string()),
         sqlite_synchronous: config.sqlite_sync,
         db_max_connections: config.db_connections,
         ..Settings::default()
-    };
+    });
     database.configure(&mut settings);
     memvault::telemetry::init(settings.log_format, &settings.log_level);
 
@@ -402,39 +342,13 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
             sync_name(config.sqlite_sync)
         ))
         .await;
-    let expected_backend = if config.postgres_url.is_some() {
-        Backend::Postgres
-    } else {
-        Backend::Sqlite
-    };
-    if app.store().backend() != expected_backend {
-        bail!(
-            "memvault opened {:?}, not {expected_backend:?}",
-            app.store().backend()
-        );
-    }
-    let (_, key) = AccountsService::new(
-        app.store(),
-        Some(app.workspaces().clone()),
-        Default::default(),
-    )
-    .create_workspace("bench", None)
-    .await
-    .context("cannot create the benchmark workspace")?;
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
+    server::check_backend(&app, config.postgres_url.is_some())?;
+    let (_, key) = server::create_workspace(&app, "bench").await?;
+    let running = server::Running::serve(app);
 
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(config.concurrency)
-        .timeout(Duration::from_secs(30))
-        .build()?;
     let target = Arc::new(Target {
-        client,
-        base,
+        client: client(config.concurrency, Duration::from_secs(30))?,
+        base: running.base.clone(),
         key,
         run: Uuid::new_v4().simple().to_string(),
         saves: AtomicUsize::new(0),
@@ -478,13 +392,7 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
     errors += passes.iter().map(|pass| pass.errors).sum::<usize>();
 
     drop(target);
-    let _ = stop.send(());
-    match tokio::time::timeout(Duration::from_secs(30), server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(error))) => return Err(error.context("the server failed")),
-        Ok(Err(join)) => bail!("the server task failed: {join}"),
-        Err(_) => bail!("the server did not stop within 30 s"),
-    }
+    running.stop(Duration::from_secs(30)).await?;
 
     println!();
     println!("### memvault HTTP API: {backend}");
@@ -506,11 +414,12 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let database = Database::create(config.postgres_url.as_deref()).await?;
-    let outcome = bench(&config, &database).await;
-    let removed = database.remove(config.keep_database).await;
-    let errors = outcome?;
-    removed?;
+    let errors = with_database(
+        config.postgres_url.as_deref(),
+        config.keep_database,
+        async |database| bench(&config, database).await,
+    )
+    .await?;
     if errors > 0 {
         bail!("{errors} requests did not answer the expected status (first ones shown above)");
     }

@@ -82,8 +82,16 @@
 //!   bench's own.
 //! - `LOCOMO_DATES` (`on`): `off` saves turns without the `[<session date_time>]` prefix.
 
+#[path = "common/client.rs"]
+mod client;
 #[path = "common/database.rs"]
 mod database;
+#[path = "common/env.rs"]
+mod env;
+#[path = "common/errors.rs"]
+mod errors;
+#[path = "common/server.rs"]
+mod server;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -92,11 +100,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use database::{is_postgres, percentile_ms, Database};
-use memvault::config::{MemoryLimits, Settings, Switch};
-use memvault::services::AccountsService;
+use client::{client, expect_json};
+use database::{percentile_ms, postgres_url_from_env, with_database, Database};
+use env::{env_count, env_var};
+use errors::{Errors, ERROR_SAMPLES};
+use memvault::config::Settings;
 use memvault::startup::Application;
-use memvault::storage::Backend;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -108,12 +117,6 @@ const DEFAULT_DATA_PATH: &str = "../shared/bench/locomo/locomo10-dev.json";
 const SEARCH_LIMIT: usize = 25;
 /// The cut-offs of recall@k.
 const KS: [usize; 3] = [5, 10, 25];
-/// The memory limit of every plan during the benchmark: never reached.
-const NO_MEMORY_LIMIT: u64 = 10_000_000;
-/// Error messages kept per phase, to show what went wrong.
-const ERROR_SAMPLES: usize = 5;
-/// Characters of an unexpected response body shown in its error message.
-const BODY_SHOWN: usize = 300;
 /// Unknown evidence ids listed one by one (all are counted).
 const UNKNOWN_SHOWN: usize = 20;
 /// Searches stop when this many have failed and none has succeeded (the endpoint is missing or
@@ -180,21 +183,6 @@ struct Config {
     keep_database: bool,
 }
 
-/// An environment variable, `None` when unset or blank.
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn env_count(name: &str, min: usize) -> anyhow::Result<Option<usize>> {
-    match env_var(name) {
-        Some(raw) => match raw.trim().parse::<usize>() {
-            Ok(n) if n >= min => Ok(Some(n)),
-            _ => bail!("{name} must be an integer of at least {min}, not `{raw}`"),
-        },
-        None => Ok(None),
-    }
-}
-
 impl Config {
     fn from_env() -> anyhow::Result<Self> {
         let (data_path, data_path_from_env) = match env_var("LOCOMO_PATH") {
@@ -222,16 +210,7 @@ impl Config {
                 modes
             }
         };
-        let postgres_url = match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
-            Ok(url) if is_postgres(&url) => Some(url),
-            Ok(url) if !url.trim().is_empty() => {
-                bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
-            }
-            // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
-            _ => std::env::var("DATABASE_URL")
-                .ok()
-                .filter(|url| is_postgres(url)),
-        };
+        let postgres_url = postgres_url_from_env()?;
         Ok(Config {
             data_path,
             data_path_from_env,
@@ -555,28 +534,6 @@ struct Target {
     key: String,
 }
 
-/// Sends `request` and reads the whole body; an error unless the status is `expected`.
-async fn expect(
-    request: reqwest::RequestBuilder,
-    what: &str,
-    expected: StatusCode,
-) -> Result<Vec<u8>, String> {
-    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{what}: reading the body: {e}"))?;
-    if status != expected {
-        let body: String = String::from_utf8_lossy(&bytes)
-            .chars()
-            .take(BODY_SHOWN)
-            .collect();
-        return Err(format!("{what}: expected {expected}, got {status}: {body}"));
-    }
-    Ok(bytes.to_vec())
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum SaveStatus {
     Created,
@@ -617,9 +574,7 @@ impl Target {
                 Some(infer) => json!({ "content": content, "scope": scope, "infer": infer }),
                 None => json!({ "content": content, "scope": scope }),
             });
-        let bytes = expect(request, WHAT, StatusCode::CREATED).await?;
-        let saved: Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{WHAT}: body is not JSON: {e}"))?;
+        let saved = expect_json(request, WHAT, StatusCode::CREATED).await?;
         let id = uuid_at(&saved["memory"]["id"])
             .ok_or_else(|| format!("{WHAT}: no memory id in {saved}"))?;
         let status = match saved["status"].as_str() {
@@ -649,9 +604,7 @@ impl Target {
                 ("limit", limit.as_str()),
                 ("mode", mode.name()),
             ]);
-        let bytes = expect(request, &what, StatusCode::OK).await?;
-        let found: Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{what}: body is not JSON: {e}"))?;
+        let found = expect_json(request, &what, StatusCode::OK).await?;
         let results = found["results"]
             .as_array()
             .ok_or_else(|| format!("{what}: no `results` list in the answer"))?;
@@ -662,39 +615,15 @@ impl Target {
     }
 }
 
-/// Counts errors and keeps the first few messages.
-#[derive(Default)]
-struct Errors {
-    count: usize,
-    samples: Vec<String>,
-}
-
+// Only this bench merges errors (its saving clients keep theirs apart), so merging stays here.
 impl Errors {
-    fn push(&mut self, message: String) {
-        self.count += 1;
-        if self.samples.len() < ERROR_SAMPLES {
-            self.samples.push(message);
-        }
-    }
-
+    /// Adds `other`'s count and as many of its messages as there is room for.
     fn merge(&mut self, other: Errors) {
         self.count += other.count;
         for sample in other.samples {
             if self.samples.len() < ERROR_SAMPLES {
                 self.samples.push(sample);
             }
-        }
-    }
-
-    fn show(&self, phase: &str) {
-        for sample in &self.samples {
-            eprintln!("[{phase}] {sample}");
-        }
-        if self.count > self.samples.len() {
-            eprintln!(
-                "[{phase}] ... {} more errors",
-                self.count - self.samples.len()
-            );
         }
     }
 }
@@ -1271,19 +1200,11 @@ async fn bench(
     conversations: Vec<Conversation>,
     started: Instant,
 ) -> anyhow::Result<usize> {
-    let mut settings = Settings {
-        listen: ([127, 0, 0, 1], 0).into(),
-        rate_limits: Switch::Off,
-        memory_limits: MemoryLimits {
-            free: NO_MEMORY_LIMIT,
-            hobby: NO_MEMORY_LIMIT,
-            pro: NO_MEMORY_LIMIT,
-            ultimate: NO_MEMORY_LIMIT,
-        },
+    let mut settings = server::bench_settings(Settings {
         log_level: "warn".to_string(),
         // `MEMVAULT_*` settings apply (e.g. `MEMVAULT_SEARCH_FUSION=rrf`), as for the server.
         ..Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?
-    };
+    });
     database.configure(&mut settings);
     memvault::telemetry::init(settings.log_format, &settings.log_level);
 
@@ -1295,37 +1216,15 @@ async fn bench(
         )
     })?;
     let backend = database.describe("SQLite").await;
-    let expected_backend = if config.postgres_url.is_some() {
-        Backend::Postgres
-    } else {
-        Backend::Sqlite
-    };
-    if app.store().backend() != expected_backend {
-        bail!(
-            "memvault opened {:?}, not {expected_backend:?}",
-            app.store().backend()
-        );
-    }
-    let (_, key) = AccountsService::new(
-        app.store(),
-        Some(app.workspaces().clone()),
-        Default::default(),
-    )
-    .create_workspace("locomo-bench", None)
-    .await
-    .context("cannot create the benchmark workspace")?;
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
+    server::check_backend(&app, config.postgres_url.is_some())?;
+    let (_, key) = server::create_workspace(&app, "locomo-bench").await?;
+    let running = server::Running::serve(app);
 
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(config.concurrency)
-        .timeout(Duration::from_secs(120))
-        .build()?;
-    let target = Arc::new(Target { client, base, key });
+    let target = Arc::new(Target {
+        client: client(config.concurrency, Duration::from_secs(120))?,
+        base: running.base.clone(),
+        key,
+    });
     let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
     let questions: usize = conversations.iter().map(|c| c.questions.len()).sum();
     let modes: Vec<&str> = config.modes.iter().map(|m| m.name()).collect();
@@ -1362,13 +1261,7 @@ async fn bench(
     }
 
     drop(target);
-    let _ = stop.send(());
-    match tokio::time::timeout(Duration::from_secs(30), server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(error))) => return Err(error.context("the server failed")),
-        Ok(Err(join)) => bail!("the server task failed: {join}"),
-        Err(_) => bail!("the server did not stop within 30 s"),
-    }
+    running.stop(Duration::from_secs(30)).await?;
     let wall = started.elapsed();
 
     println!("Backend: memvault on {backend}, in-process, over HTTP on 127.0.0.1.");
@@ -1450,11 +1343,12 @@ async fn main() -> anyhow::Result<()> {
     if config.data_only {
         return Ok(());
     }
-    let database = Database::create(config.postgres_url.as_deref()).await?;
-    let outcome = bench(&config, &database, conversations, started).await;
-    let removed = database.remove(config.keep_database).await;
-    let errors = outcome?;
-    removed?;
+    let errors = with_database(
+        config.postgres_url.as_deref(),
+        config.keep_database,
+        async |database| bench(&config, database, conversations, started).await,
+    )
+    .await?;
     if errors > 0 {
         bail!("{errors} requests did not answer as expected (first ones shown above)");
     }

@@ -82,8 +82,18 @@
 //! the measurement goes on, and the benchmark exits non-zero at the end. Seeding stops early
 //! only when more than 100 saves, and more than 1 in 20, failed.
 
+#[path = "common/client.rs"]
+mod client;
+#[path = "common/cpu.rs"]
+mod cpu;
 #[path = "common/database.rs"]
 mod database;
+#[path = "common/machine.rs"]
+mod machine;
+#[path = "common/pass_cpu.rs"]
+mod pass_cpu;
+#[path = "common/server.rs"]
+mod server;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -93,28 +103,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use database::{is_postgres, millis, percentile_ms, Database};
-use memvault::config::{MemoryLimits, Settings, Switch};
+use client::{client, expect, expect_json, BODY_SHOWN};
+use cpu::process_cpu_time;
+use database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
+use machine::{cores, cpu_model, load_now, others_share, wait_until_idle, Load};
+use memvault::config::Settings;
 use memvault::embedding::{Embedder, BATCH_SIZE};
-use memvault::services::AccountsService;
 use memvault::startup::{load_embedder, Application, Overrides};
-use memvault::storage::Backend;
 use reqwest::StatusCode;
 use serde::Deserialize;
+use server::Running;
 use uuid::Uuid;
 
-/// The memory limit of every plan during the benchmark: never reached.
-const NO_MEMORY_LIMIT: u64 = 10_000_000;
 /// Error messages kept per pass, to show what went wrong.
 const ERROR_SAMPLES: usize = 5;
 /// Seeding stops sending once this many answers were unexpected and they are more than 1 in
 /// [`MAX_SEED_ERROR_RATIO`] of the saves answered: the server is failing, not racing.
 const MAX_SEED_ERRORS: usize = 100;
 const MAX_SEED_ERROR_RATIO: usize = 20;
-/// Characters of an unexpected response body shown in its error message.
-const BODY_SHOWN: usize = 300;
-/// Passes shorter than this show no CPU figure: the kernel counts CPU time in 10 ms ticks.
-const MIN_WALL_FOR_CPU: Duration = Duration::from_millis(200);
 /// Seeding progress is shown every this many saves.
 const PROGRESS_EVERY: usize = 5_000;
 /// The last saves of the seeding whose latency is the save latency at scale.
@@ -155,22 +161,13 @@ struct Config {
 
 impl Config {
     fn from_env() -> anyhow::Result<Self> {
-        let postgres_url = match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
-            Ok(url) if is_postgres(&url) => Some(url),
-            Ok(url) if !url.trim().is_empty() => {
-                bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
-            }
-            // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
-            _ => std::env::var("DATABASE_URL")
-                .ok()
-                .filter(|url| is_postgres(url)),
-        };
+        let postgres_url = postgres_url_from_env()?;
         let scifact_dir = match std::env::var("SCIFACT_DIR") {
             Ok(dir) if !dir.trim().is_empty() => PathBuf::from(dir),
             _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scifact"),
         };
         Ok(Config {
-            commit: commit(),
+            commit: machine::commit(" plus uncommitted changes"),
             memories: env_count("BENCH_MEMORIES", 100_000, 1)?,
             concurrency: env_count("BENCH_CONCURRENCY", 16, 1)?,
             queries: env_count("BENCH_QUERIES", 300, 1)?,
@@ -340,9 +337,7 @@ impl Target {
             .post(format!("{}/api/memories", self.base))
             .header("x-api-key", &self.key)
             .json(&serde_json::json!({ "content": content }));
-        let bytes = expect(request, "POST /api/memories", StatusCode::CREATED).await?;
-        let saved: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("POST /api/memories: body is not JSON: {e}"))?;
+        let saved = expect_json(request, "POST /api/memories", StatusCode::CREATED).await?;
         if !saved["memory"]["id"].is_string() {
             return Err(format!("POST /api/memories: no memory id in {saved}"));
         }
@@ -364,9 +359,7 @@ impl Target {
             .append_pair("mode", mode);
         let what = format!("GET /api/memories/search (mode={mode})");
         let request = self.client.get(url).header("x-api-key", &self.key);
-        let bytes = expect(request, &what, StatusCode::OK).await?;
-        let body: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{what}: body is not JSON: {e}"))?;
+        let body = expect_json(request, &what, StatusCode::OK).await?;
         let (Some(results), Some(total)) = (body["results"].as_array(), body["total"].as_u64())
         else {
             return Err(format!(
@@ -420,25 +413,6 @@ fn shorten(text: &str) -> String {
     text.chars().take(BODY_SHOWN).collect()
 }
 
-/// Sends `request` and reads the whole body; an error unless the status is `expected`.
-async fn expect(
-    request: reqwest::RequestBuilder,
-    what: &str,
-    expected: StatusCode,
-) -> Result<Vec<u8>, String> {
-    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{what}: reading the body: {e}"))?;
-    if status != expected {
-        let body = shorten(&String::from_utf8_lossy(&bytes));
-        return Err(format!("{what}: expected {expected}, got {status}: {body}"));
-    }
-    Ok(bytes.to_vec())
-}
-
 // ----------------------------------------------------------------------------------------
 // Passes
 
@@ -464,11 +438,7 @@ struct Pass {
 impl Pass {
     fn finish(&mut self, started: Instant, cpu_before: Option<Duration>, label: &str) {
         self.wall = started.elapsed();
-        if let (Some(before), Some(after)) = (cpu_before, process_cpu_time()) {
-            self.cpu = after
-                .checked_sub(before)
-                .filter(|_| self.wall >= MIN_WALL_FOR_CPU);
-        }
+        self.cpu = pass_cpu::cpu_since(cpu_before, self.wall);
         self.latencies.sort_unstable();
         self.error_samples.truncate(ERROR_SAMPLES);
         for sample in &self.error_samples {
@@ -500,15 +470,7 @@ impl Pass {
     }
 
     fn cpu_share(&self) -> String {
-        self.cpu.map_or_else(
-            || "n/a".to_string(),
-            |cpu| {
-                format!(
-                    "{:.0}%",
-                    100.0 * cpu.as_secs_f64() / self.wall.as_secs_f64()
-                )
-            },
-        )
+        pass_cpu::cpu_share(self.cpu, self.wall)
     }
 
     fn p(&self, p: f64) -> f64 {
@@ -847,57 +809,6 @@ struct ModelAlone {
 // ----------------------------------------------------------------------------------------
 // Process and machine
 
-/// User plus system CPU time of this whole process, from `/proc/self/stat` (Linux; `None`
-/// elsewhere). The kernel reports it in ticks of 1/100 s (`USER_HZ`).
-fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is in parentheses: state is field 3, utime 14.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
-}
-
-/// CPU time of the whole machine and of this process at one moment.
-#[derive(Clone, Copy)]
-struct Load {
-    at: Instant,
-    /// Busy time of all CPUs (everything but idle and iowait), from `/proc/stat`.
-    machine_busy: Duration,
-    own: Duration,
-}
-
-fn load_now() -> Option<Load> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()?
-        .strip_prefix("cpu ")?
-        .split_whitespace()
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal ...: guest time is counted in user.
-    let busy: u64 = ticks.iter().take(8).sum::<u64>() - ticks.get(3)? - ticks.get(4)?;
-    Some(Load {
-        at: Instant::now(),
-        machine_busy: Duration::from_millis(busy * 10),
-        own: process_cpu_time()?,
-    })
-}
-
-/// Share of all the machine's cores that other processes used between `a` and `b`.
-fn others_share(a: Option<Load>, b: Option<Load>, cores: usize) -> String {
-    let (Some(a), Some(b)) = (a, b) else {
-        return "n/a".to_string();
-    };
-    let busy = b.machine_busy.saturating_sub(a.machine_busy);
-    let own = b.own.saturating_sub(a.own);
-    let wall = b.at.duration_since(a.at).as_secs_f64() * cores as f64;
-    format!(
-        "{:.0}%",
-        100.0 * busy.saturating_sub(own).as_secs_f64() / wall.max(1e-9)
-    )
-}
-
 /// Resident memory of this process, in MB (10^6 bytes).
 #[derive(Clone, Copy)]
 struct MemoryStatus {
@@ -923,55 +834,6 @@ fn memory_status() -> Option<MemoryStatus> {
         rss: field("VmRSS:")?,
         hwm: field("VmHWM:")?,
     })
-}
-
-/// Waits until this process uses less than 10% of one core over a second; how long that took,
-/// `None` when `timeout` passed first (or CPU time cannot be read).
-async fn wait_until_idle(timeout: Duration) -> Option<Duration> {
-    let started = Instant::now();
-    let mut before = process_cpu_time()?;
-    while started.elapsed() < timeout {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = process_cpu_time()?;
-        if now.saturating_sub(before) < Duration::from_millis(100) {
-            return Some(started.elapsed());
-        }
-        before = now;
-    }
-    None
-}
-
-fn command_output(program: &str, args: &[&str]) -> Option<String> {
-    let output = std::process::Command::new(program)
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, name)| name.trim().to_string())
-        })
-        .unwrap_or_else(|| "(unknown)".to_string())
-}
-
-fn commit() -> String {
-    let hash = command_output("git", &["rev-parse", "--short", "HEAD"])
-        .unwrap_or_else(|| "(unknown)".to_string());
-    match command_output("git", &["status", "--porcelain", "--untracked-files=no"]) {
-        Some(changes) if !changes.is_empty() => format!("{hash} plus uncommitted changes"),
-        _ => hash,
-    }
 }
 
 fn seconds(d: Duration) -> String {
@@ -1029,55 +891,12 @@ struct Measured {
 }
 
 fn settings_for(database: &Database) -> Settings {
-    let mut settings = Settings {
-        listen: ([127, 0, 0, 1], 0).into(),
-        rate_limits: Switch::Off,
-        memory_limits: MemoryLimits {
-            free: NO_MEMORY_LIMIT,
-            hobby: NO_MEMORY_LIMIT,
-            pro: NO_MEMORY_LIMIT,
-            ultimate: NO_MEMORY_LIMIT,
-        },
+    let mut settings = server::bench_settings(Settings {
         log_level: "warn".to_string(),
         ..Settings::default()
-    };
+    });
     database.configure(&mut settings);
     settings
-}
-
-/// Serves `app` until the returned sender is used or dropped.
-fn serve(
-    app: Application,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
-    (stop, server)
-}
-
-async fn shut_down(
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
-) -> anyhow::Result<()> {
-    let _ = stop.send(());
-    match tokio::time::timeout(Duration::from_secs(60), server).await {
-        Ok(Ok(Ok(()))) => Ok(()),
-        Ok(Ok(Err(error))) => Err(error.context("the server failed")),
-        Ok(Err(join)) => bail!("the server task failed: {join}"),
-        Err(_) => bail!("the server did not stop within 60 s"),
-    }
-}
-
-fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(concurrency)
-        .timeout(Duration::from_secs(120))
-        .build()?)
 }
 
 async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow::Result<Measured> {
@@ -1086,11 +905,6 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
     let backend = database
         .describe("SQLite, WAL, synchronous=full (server default)")
         .await;
-    let expected_backend = if config.postgres_url.is_some() {
-        Backend::Postgres
-    } else {
-        Backend::Sqlite
-    };
     let n = config.memories;
     eprintln!(
         "memvault scale benchmark on {backend}: {n} memories, concurrency {}, {} queries per pass",
@@ -1114,33 +928,21 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
         .await
         .context("cannot start memvault")?;
     let first_build = started.elapsed();
-    if app.store().backend() != expected_backend {
-        bail!(
-            "memvault opened {:?}, not {expected_backend:?}",
-            app.store().backend()
-        );
-    }
-    let (workspace, key) = AccountsService::new(
-        app.store(),
-        Some(app.workspaces().clone()),
-        Default::default(),
-    )
-    .create_workspace("scale bench", None)
-    .await
-    .context("cannot create the benchmark workspace")?;
-    let http = client(config.concurrency)?;
-    let target = Arc::new(Target {
-        client: http.clone(),
-        base: format!("http://{}", app.local_addr()),
-        key: key.clone(),
-    });
+    server::check_backend(&app, config.postgres_url.is_some())?;
+    let (workspace, key) = server::create_workspace(&app, "scale bench").await?;
+    let http = client(config.concurrency, Duration::from_secs(120))?;
     let load_start = load_now();
     let imported = if config.import {
         Some(import_seed(&app, workspace.id, &corpus.texts[..n]).await)
     } else {
         None
     };
-    let (stop, server) = serve(app);
+    let running = Running::serve(app);
+    let target = Arc::new(Target {
+        client: http.clone(),
+        base: running.base.clone(),
+        key: key.clone(),
+    });
     let seeding = match imported {
         Some(seeding) => seeding,
         None => {
@@ -1162,7 +964,7 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
     let rss_seeded = memory_status();
     let load_seeded = load_now();
     drop(target);
-    shut_down(stop, server).await?;
+    running.stop(Duration::from_secs(60)).await?;
     let seeding = seeding?;
     let total_after_seeding = total_after_seeding?;
     if seeding.stopped_early {
@@ -1197,17 +999,17 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
     let maintenance = started.elapsed();
     let rss_restarted = memory_status();
     let load_restarted = load_now();
+    let running = Running::serve(app);
     let target = Arc::new(Target {
         client: http,
-        base: format!("http://{}", app.local_addr()),
+        base: running.base.clone(),
         key,
     });
-    let (stop, server) = serve(app);
     let outcome = measure_restarted(&target, &embedder, config, corpus).await;
     let total_after_restart = target.memory_total().await;
     drop(target);
     let load_end = load_now();
-    shut_down(stop, server).await?;
+    running.stop(Duration::from_secs(60)).await?;
     let total_after_restart = total_after_restart?;
     let Restarted {
         searches,
@@ -1330,7 +1132,7 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     let mut out = String::new();
     let w = &mut out;
     let n = config.memories;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = cores();
     // Not the `nproc` command: it honours `OMP_THREAD_LIMIT`, which the OCR set-up lowers to 1
     // in this process (and so in its children).
     let nproc = cores.to_string();
@@ -1722,7 +1524,7 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
             end,
         ),
     ] {
-        let _ = writeln!(w, "| {phase} | {} |", others_share(a, b, cores));
+        let _ = writeln!(w, "| {phase} | {} |", others_share(a, b));
     }
     let _ = writeln!(w);
 
@@ -1863,11 +1665,12 @@ async fn main() -> anyhow::Result<()> {
             corpus.queries.len()
         );
     }
-    let database = Database::create(config.postgres_url.as_deref()).await?;
-    let outcome = bench(&config, &corpus, &database).await;
-    let removed = database.remove(config.keep_database).await;
-    let measured = outcome?;
-    removed?;
+    let measured = with_database(
+        config.postgres_url.as_deref(),
+        config.keep_database,
+        async |database| bench(&config, &corpus, database).await,
+    )
+    .await?;
     println!("{}", report(&config, &corpus, &measured));
     let errors = measured
         .searches

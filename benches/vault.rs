@@ -119,8 +119,20 @@
 //!   `MEMVAULT_INGEST_MAX_DOCUMENTS=2`, `MEMVAULT_SEARCH_SEMANTIC_WEIGHT=0.5`); the database,
 //!   rate and memory limits are the bench's own.
 
+#[path = "common/client.rs"]
+mod client;
+#[path = "common/cpu.rs"]
+mod cpu;
 #[path = "common/database.rs"]
 mod database;
+#[path = "common/env.rs"]
+mod env;
+#[path = "common/errors.rs"]
+mod errors;
+#[path = "common/machine.rs"]
+mod machine;
+#[path = "common/server.rs"]
+mod server;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -130,24 +142,25 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
-use database::{is_postgres, percentile_ms, Database};
-use memvault::config::{Fusion, MemoryLimits, Settings, Switch};
+use client::{client, expect_json};
+use database::{percentile_ms, postgres_url_from_env, with_database, Database};
+use env::{env_count, env_var};
+use errors::{Errors, ERROR_SAMPLES};
+use machine::{cores, cpu_model, load_now, others_share, wait_until_idle, Load};
+use memvault::config::{Fusion, Settings};
 use memvault::embedding::Embedder;
-use memvault::services::AccountsService;
 use memvault::startup::{load_embedder, Application, Overrides};
-use memvault::storage::Backend;
 use memvault_pipelines::model::SourceKind;
 use memvault_pipelines::parse::{parse, ParseLimits};
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use server::{Running, NO_MEMORY_LIMIT};
 use uuid::Uuid;
 
 const DEFAULT_DOCS_DIR: &str = "../shared/bench/docs";
 const DEFAULT_SCIFACT_DIR: &str = "../shared/bench/scifact";
-/// The memory limit of every plan during the benchmark: never reached.
-const NO_MEMORY_LIMIT: u64 = 10_000_000;
 /// Chunks asked of every SciFact search: the API's maximum.
 const SEARCH_LIMIT: usize = 20;
 /// nDCG cut-off.
@@ -156,10 +169,6 @@ const NDCG_K: usize = 10;
 const RECALL_KS: [usize; 2] = [10, 20];
 /// Recall depth reached by paging (`offset`): 5 pages of [`SEARCH_LIMIT`] chunks.
 const DEEP_K: usize = 100;
-/// Error messages kept per phase.
-const ERROR_SAMPLES: usize = 5;
-/// Characters of an unexpected response body shown in its error message.
-const BODY_SHOWN: usize = 300;
 /// A formats / pdf100 document not terminal after this long is reported as timed out.
 const DOCUMENT_DEADLINE: Duration = Duration::from_secs(1800);
 /// SciFact ingestion gives up when no document became terminal for this long.
@@ -232,21 +241,6 @@ struct Config {
     reuse: Option<PathBuf>,
 }
 
-/// An environment variable, `None` when unset or blank.
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn env_count(name: &str, min: usize) -> anyhow::Result<Option<usize>> {
-    match env_var(name) {
-        Some(raw) => match raw.trim().parse::<usize>() {
-            Ok(n) if n >= min => Ok(Some(n)),
-            _ => bail!("{name} must be an integer of at least {min}, not `{raw}`"),
-        },
-        None => Ok(None),
-    }
-}
-
 impl Config {
     fn from_env() -> anyhow::Result<Self> {
         let parts = match env_var("VAULT_PARTS") {
@@ -274,16 +268,7 @@ impl Config {
                     .collect()
             }
         };
-        let postgres_url = match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
-            Ok(url) if is_postgres(&url) => Some(url),
-            Ok(url) if !url.trim().is_empty() => {
-                bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
-            }
-            // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
-            _ => std::env::var("DATABASE_URL")
-                .ok()
-                .filter(|url| is_postgres(url)),
-        };
+        let postgres_url = postgres_url_from_env()?;
         let keep_database = env_var("BENCH_KEEP_DATABASE").is_some_and(|v| v == "1");
         let save = env_var("SCIFACT_SAVE").map(PathBuf::from);
         if save.is_some() && !keep_database {
@@ -407,56 +392,6 @@ struct Target {
     client: reqwest::Client,
     base: String,
     key: String,
-}
-
-/// Counts errors and keeps the first few messages.
-#[derive(Default)]
-struct Errors {
-    count: usize,
-    samples: Vec<String>,
-}
-
-impl Errors {
-    fn push(&mut self, message: String) {
-        self.count += 1;
-        if self.samples.len() < ERROR_SAMPLES {
-            self.samples.push(message);
-        }
-    }
-
-    fn show(&self, phase: &str) {
-        for sample in &self.samples {
-            eprintln!("[{phase}] {sample}");
-        }
-        if self.count > self.samples.len() {
-            eprintln!(
-                "[{phase}] ... {} more errors",
-                self.count - self.samples.len()
-            );
-        }
-    }
-}
-
-/// Sends `request` and parses the JSON body; an error unless the status is `expected`.
-async fn expect_json(
-    request: reqwest::RequestBuilder,
-    what: &str,
-    expected: StatusCode,
-) -> Result<Value, String> {
-    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{what}: reading the body: {e}"))?;
-    if status != expected {
-        let body: String = String::from_utf8_lossy(&bytes)
-            .chars()
-            .take(BODY_SHOWN)
-            .collect();
-        return Err(format!("{what}: expected {expected}, got {status}: {body}"));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| format!("{what}: body is not JSON: {e}"))
 }
 
 fn uuid_at(value: &Value) -> Option<Uuid> {
@@ -1436,22 +1371,6 @@ async fn model_part(embedder: &Arc<dyn Embedder>, pdf: Option<&DocRun>) {
     println!();
 }
 
-/// Waits until this process uses less than 10% of one core over a second (background index
-/// maintenance done); how long that took, `None` when `timeout` passed first.
-async fn wait_until_idle(timeout: Duration) -> Option<Duration> {
-    let started = Instant::now();
-    let mut before = process_cpu_time()?;
-    while started.elapsed() < timeout {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = process_cpu_time()?;
-        if now.saturating_sub(before) < Duration::from_millis(100) {
-            return Some(started.elapsed());
-        }
-        before = now;
-    }
-    None
-}
-
 async fn settle(part: &str) {
     match wait_until_idle(Duration::from_secs(300)).await {
         Some(waited) => eprintln!(
@@ -2251,7 +2170,7 @@ async fn sweep(
             vault_search_fact_weight: fact_weight,
             ..restart.settings.clone()
         };
-        let running = match Running::start(&settings, restart.embedder.clone()).await {
+        let running = match start(&settings, restart.embedder.clone()).await {
             Ok(running) => running,
             Err(e) => {
                 errors.push(format!("sweep: {e:#}"));
@@ -2280,7 +2199,7 @@ async fn sweep(
             pass.recall_deep,
             pass.errors.count
         );
-        if let Err(e) = running.stop().await {
+        if let Err(e) = running.stop(STOP_TIMEOUT).await {
             errors.push(format!("sweep: {e:#}"));
         }
     }
@@ -2288,59 +2207,6 @@ async fn sweep(
 }
 
 // ----- process and machine ------------------------------------------------------------------
-
-/// User plus system CPU time of this whole process, from `/proc/self/stat` (Linux; `None`
-/// elsewhere). The kernel reports it in ticks of 1/100 s (`USER_HZ`).
-fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
-}
-
-/// CPU time of the whole machine and of this process at one moment.
-#[derive(Clone, Copy)]
-struct Load {
-    at: Instant,
-    /// Busy time of all CPUs (everything but idle and iowait), from `/proc/stat`.
-    machine_busy: Duration,
-    own: Duration,
-}
-
-fn load_now() -> Option<Load> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()?
-        .strip_prefix("cpu ")?
-        .split_whitespace()
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    let busy: u64 = ticks.iter().take(8).sum::<u64>() - ticks.get(3)? - ticks.get(4)?;
-    Some(Load {
-        at: Instant::now(),
-        machine_busy: Duration::from_millis(busy * 10),
-        own: process_cpu_time()?,
-    })
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Share of all the machine's cores that other processes used between `a` and `b`.
-fn others_share(a: Option<Load>, b: Option<Load>) -> String {
-    let (Some(a), Some(b)) = (a, b) else {
-        return "n/a".to_string();
-    };
-    let busy = b.machine_busy.saturating_sub(a.machine_busy);
-    let own = b.own.saturating_sub(a.own);
-    let wall = b.at.duration_since(a.at).as_secs_f64() * cores() as f64;
-    format!(
-        "{:.0}%",
-        100.0 * busy.saturating_sub(own).as_secs_f64() / wall.max(1e-9)
-    )
-}
 
 /// This process's CPU time between `a` and `b`, in % of one core.
 fn own_share(a: Option<Load>, b: Option<Load>) -> String {
@@ -2420,30 +2286,6 @@ fn print_thread_cpu(
     println!();
 }
 
-fn command_output(program: &str, args: &[&str]) -> Option<String> {
-    let output = std::process::Command::new(program)
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, name)| name.trim().to_string())
-        })
-        .unwrap_or_else(|| "(unknown)".to_string())
-}
-
 fn memory_total_gib() -> String {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -2458,15 +2300,6 @@ fn memory_total_gib() -> String {
             Some(format!("{:.1} GiB", kb / 1024.0 / 1024.0))
         })
         .unwrap_or_else(|| "(unknown)".to_string())
-}
-
-fn commit() -> String {
-    let hash = command_output("git", &["rev-parse", "--short", "HEAD"])
-        .unwrap_or_else(|| "(unknown)".to_string());
-    match command_output("git", &["status", "--porcelain", "--untracked-files=no"]) {
-        Some(changes) if !changes.is_empty() => format!("{hash} (with uncommitted changes)"),
-        _ => hash,
-    }
 }
 
 // ----- the run ------------------------------------------------------------------------------
@@ -2537,47 +2370,21 @@ fn self_check() {
     assert!(close(split.server_total, 1.0));
 }
 
-/// memvault serving in this process until [`Running::stop`].
-struct Running {
-    base: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
+/// How long a server may take to stop gracefully.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
-impl Running {
-    /// Builds memvault with `settings` and the loaded model, and serves it.
-    async fn start(settings: &Settings, embedder: Arc<dyn Embedder>) -> anyhow::Result<Running> {
-        let app = Application::build_with(
-            settings,
-            Overrides {
-                embedder: Some(embedder),
-                ..Overrides::default()
-            },
-        )
-        .await
-        .context("cannot start memvault")?;
-        Ok(Running::serve(app))
-    }
-
-    fn serve(app: Application) -> Running {
-        let base = format!("http://{}", app.local_addr());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(app.run_until(async {
-            let _ = stopped.await;
-        }));
-        Running { base, stop, server }
-    }
-
-    /// Stops it gracefully and waits (60 s at most).
-    async fn stop(self) -> anyhow::Result<()> {
-        let _ = self.stop.send(());
-        match tokio::time::timeout(Duration::from_secs(60), self.server).await {
-            Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(error))) => Err(error.context("the server failed")),
-            Ok(Err(join)) => bail!("the server task failed: {join}"),
-            Err(_) => bail!("the server did not stop within 60 s"),
-        }
-    }
+/// Builds memvault with `settings` and the loaded model, and serves it.
+async fn start(settings: &Settings, embedder: Arc<dyn Embedder>) -> anyhow::Result<Running> {
+    let app = Application::build_with(
+        settings,
+        Overrides {
+            embedder: Some(embedder),
+            ..Overrides::default()
+        },
+    )
+    .await
+    .context("cannot start memvault")?;
+    Ok(Running::serve(app))
 }
 
 /// The database of a run: a fresh one, or the one a [`Kept`] file names (`SCIFACT_REUSE`).
@@ -2588,19 +2395,11 @@ enum RunDatabase<'a> {
 }
 
 async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> anyhow::Result<usize> {
-    let mut settings = Settings {
-        listen: ([127, 0, 0, 1], 0).into(),
-        rate_limits: Switch::Off,
-        memory_limits: MemoryLimits {
-            free: NO_MEMORY_LIMIT,
-            hobby: NO_MEMORY_LIMIT,
-            pro: NO_MEMORY_LIMIT,
-            ultimate: NO_MEMORY_LIMIT,
-        },
+    let mut settings = server::bench_settings(Settings {
         log_level: "warn".to_string(),
         // `MEMVAULT_*` settings apply, as for the server.
         ..Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?
-    };
+    });
     match store {
         RunDatabase::Fresh(database) => database.configure(&mut settings),
         RunDatabase::Kept(kept) => kept.configure(&mut settings),
@@ -2627,17 +2426,7 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
         RunDatabase::Kept(_) if settings.is_postgres() => "PostgreSQL (kept)".to_string(),
         RunDatabase::Kept(_) => "SQLite (kept)".to_string(),
     };
-    let expected_backend = if settings.is_postgres() {
-        Backend::Postgres
-    } else {
-        Backend::Sqlite
-    };
-    if app.store().backend() != expected_backend {
-        bail!(
-            "memvault opened {:?}, not {expected_backend:?}",
-            app.store().backend()
-        );
-    }
+    server::check_backend(&app, settings.is_postgres())?;
     if let RunDatabase::Kept(_) = store {
         // The indexes were rebuilt from the kept database: searches measured before the
         // background HNSW builds end would scan an exact tail instead.
@@ -2652,26 +2441,11 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
     }
     let key = match store {
         RunDatabase::Kept(kept) => kept.key.clone(),
-        RunDatabase::Fresh(_) => {
-            AccountsService::new(
-                app.store(),
-                Some(app.workspaces().clone()),
-                Default::default(),
-            )
-            .create_workspace("vault-bench", None)
-            .await
-            .context("cannot create the benchmark workspace")?
-            .1
-        }
+        RunDatabase::Fresh(_) => server::create_workspace(&app, "vault-bench").await?.1,
     };
     let running = Running::serve(app);
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(config.concurrency.max(4))
-        .timeout(Duration::from_secs(120))
-        .build()?;
     let target = Arc::new(Target {
-        client,
+        client: client(config.concurrency.max(4), Duration::from_secs(120))?,
         base: running.base.clone(),
         key,
     });
@@ -2687,7 +2461,10 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
     println!();
     println!("| | |");
     println!("|---|---|");
-    println!("| commit | `{}` |", commit());
+    println!(
+        "| commit | `{}` |",
+        machine::commit(" (with uncommitted changes)")
+    );
     println!("| date (UTC) | {} |", Utc::now().format("%Y-%m-%d %H:%M"));
     println!("| `nproc` | {} |", cores());
     println!("| CPU | {} |", cpu_model());
@@ -2767,7 +2544,7 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
     errors.show("vault");
 
     drop(target);
-    running.stop().await?;
+    running.stop(STOP_TIMEOUT).await?;
     println!(
         "Total wall time {:.1} s on {} cores; server and clients in one process, over HTTP on \
          127.0.0.1.",
@@ -2791,11 +2568,12 @@ async fn main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let database = Database::create(config.postgres_url.as_deref()).await?;
-    let outcome = bench(&config, RunDatabase::Fresh(&database), started).await;
-    let removed = database.remove(config.keep_database).await;
-    let errors = outcome?;
-    removed?;
+    let errors = with_database(
+        config.postgres_url.as_deref(),
+        config.keep_database,
+        async |database| bench(&config, RunDatabase::Fresh(database), started).await,
+    )
+    .await?;
     if errors > 0 {
         bail!("{errors} requests did not answer as expected (first ones shown above)");
     }

@@ -1,10 +1,10 @@
-//! What the benches share: the database a benchmark runs against (SQLite in a temporary
-//! directory, or a fresh PostgreSQL database created on a server and dropped at the end), and
-//! latency arithmetic.
+//! The database a benchmark runs against (SQLite in a temporary directory, or a fresh
+//! PostgreSQL database created on a server and dropped at the end) and which one the
+//! environment asks for; and latency arithmetic.
 
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use memvault::config::Settings;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::AssertSqlSafe;
@@ -106,9 +106,40 @@ impl Database {
     }
 }
 
+/// Runs `bench` on a fresh database (see [`Database::create`]), then removes it, or keeps it
+/// when `keep`, whether `bench` succeeded or not.
+pub async fn with_database<T>(
+    postgres_url: Option<&str>,
+    keep: bool,
+    bench: impl AsyncFnOnce(&Database) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let database = Database::create(postgres_url).await?;
+    let outcome = bench(&database).await;
+    let removed = database.remove(keep).await;
+    let value = outcome?;
+    removed?;
+    Ok(value)
+}
+
 /// Whether a database URL names PostgreSQL.
 pub fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// The PostgreSQL server to run against, from the environment: `MEMVAULT_BENCH_DATABASE_URL`
+/// (an error when it is set to anything but a `postgres://` URL), else `DATABASE_URL` when it
+/// is one; `None` runs on SQLite.
+pub fn postgres_url_from_env() -> anyhow::Result<Option<String>> {
+    match std::env::var("MEMVAULT_BENCH_DATABASE_URL") {
+        Ok(url) if is_postgres(&url) => Ok(Some(url)),
+        Ok(url) if !url.trim().is_empty() => {
+            bail!("MEMVAULT_BENCH_DATABASE_URL must be a postgres:// URL")
+        }
+        // `DATABASE_URL` may name the SQLite file of a development setup: ignored then.
+        _ => Ok(std::env::var("DATABASE_URL")
+            .ok()
+            .filter(|url| is_postgres(url))),
+    }
 }
 
 /// Nearest-rank percentile of sorted latencies, in milliseconds.
