@@ -33,6 +33,32 @@ fn admin(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (bool, Value, Str
     (output.status.success(), json, stderr)
 }
 
+/// `admin export` of `workspace` into `output`; the records it wrote.
+fn export(
+    db: &TestDb,
+    dir: &std::path::Path,
+    workspace: &str,
+    output: &std::path::Path,
+) -> Vec<Value> {
+    let (ok, _, stderr) = admin(
+        db,
+        dir,
+        &[
+            "export",
+            "--workspace",
+            workspace,
+            "--output",
+            output.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    std::fs::read_to_string(output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn create_workspace_prints_a_key_that_works() {
     let db = fresh_database().await;
@@ -360,23 +386,7 @@ async fn import_and_export_round_trip_with_history() {
     );
 
     let output = dir.path().join("out.jsonl");
-    let (ok, _, stderr) = admin(
-        &db,
-        dir.path(),
-        &[
-            "export",
-            "--workspace",
-            &source,
-            "--output",
-            output.to_str().unwrap(),
-        ],
-    );
-    assert!(ok, "{stderr}");
-    let exported: Vec<Value> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let exported = export(&db, dir.path(), &source, &output);
     assert_eq!(exported.len(), 3, "{exported:?}");
     let lisbon = exported
         .iter()
@@ -406,23 +416,7 @@ async fn import_and_export_round_trip_with_history() {
     assert!(ok, "{stderr}");
     assert_eq!(report["created"], 2, "{report}");
     assert_eq!(report["superseded"], 1, "{report}");
-    let (ok, _, stderr) = admin(
-        &db,
-        dir.path(),
-        &[
-            "export",
-            "--workspace",
-            &target_id,
-            "--output",
-            output.to_str().unwrap(),
-        ],
-    );
-    assert!(ok, "{stderr}");
-    let again: Vec<Value> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let again = export(&db, dir.path(), &target_id, &output);
     let fields = |m: &Value| {
         (
             m["content"].clone(),
@@ -506,23 +500,7 @@ async fn import_links_versions_by_id_within_and_across_batches() {
     assert!(report["superseded"].as_u64().unwrap() >= 2, "{report}");
 
     let output = dir.path().join("out.jsonl");
-    let (ok, _, stderr) = admin(
-        &db,
-        dir.path(),
-        &[
-            "export",
-            "--workspace",
-            &workspace,
-            "--output",
-            output.to_str().unwrap(),
-        ],
-    );
-    assert!(ok, "{stderr}");
-    let exported: Vec<Value> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let exported = export(&db, dir.path(), &workspace, &output);
     let find = |content: &str| {
         exported
             .iter()
