@@ -37,8 +37,8 @@
 //!    reach, the local embedding model from the default `embedding_model_dir`
 //!    (`./models/all-MiniLM-L6-v2`), a workspace and API key made through `AccountsService`.
 //! 2. Saves every turn: `POST /api/memories` with `{"content": "[<session date_time>]
-//!    <speaker>: <text>[ [shared a photo: <blip_caption>]]", "scope": <sample_id>}`. Each
-//!    conversation is saved in order by one client; `BENCH_CONCURRENCY` conversations are saved
+//!    <speaker>: <text>[ [shared a photo: <blip_caption>]]", "scope": <sample_id>, "thread":
+//!    "session_<N>"}`. Each conversation is saved in order by one client; `BENCH_CONCURRENCY` conversations are saved
 //!    at a time. The answer's memory id is mapped to the turn's `dia_id` (a `duplicate` answer
 //!    names an existing memory: the turn's id is added to it). A `superseded` answer retires the
 //!    memory it replaces: search returns current memories only, so evidence turns whose memory
@@ -81,6 +81,8 @@
 //!   `MEMVAULT_SEARCH_SEMANTIC_WEIGHT=0.5`); the database, rate and memory limits are the
 //!   bench's own.
 //! - `LOCOMO_DATES` (`on`): `off` saves turns without the `[<session date_time>]` prefix.
+//! - `LOCOMO_THREADS` (`on`): `off` saves turns without `"thread"` (by default each turn names
+//!   its session, `session_<N>`, so search reads it with the turns around it).
 
 #[path = "common/client.rs"]
 mod client;
@@ -256,6 +258,8 @@ struct RawQa {
 struct Turn {
     dia_id: String,
     content: String,
+    /// The session key (`session_3`): the turn's `thread`.
+    session: String,
 }
 
 /// A question to score: categories 1 to 4, with at least one known evidence id.
@@ -320,6 +324,11 @@ fn session_number(key: &str) -> Option<u32> {
 /// `LOCOMO_DATES=off`: turns are saved without their session date.
 fn with_dates() -> bool {
     !std::env::var("LOCOMO_DATES").is_ok_and(|v| v.trim() == "off")
+}
+
+/// `LOCOMO_THREADS=off`: turns are saved without their session as `thread`.
+fn with_threads() -> bool {
+    !std::env::var("LOCOMO_THREADS").is_ok_and(|v| v.trim() == "off")
 }
 
 /// `LOCOMO_INFER=false`: saves ask memvault to store the turn as given (`"infer": false`).
@@ -408,6 +417,7 @@ fn parse_conversation(sample: RawSample, stats: &mut DataStats) -> anyhow::Resul
             turns.push(Turn {
                 content: turn_content(date, &turn),
                 dia_id,
+                session: key.clone(),
             });
         }
     }
@@ -564,16 +574,20 @@ fn uuid_at(value: &Value) -> Option<Uuid> {
 }
 
 impl Target {
-    async fn save(&self, scope: &str, content: &str) -> Result<Saved, String> {
+    async fn save(&self, scope: &str, turn: &Turn) -> Result<Saved, String> {
         const WHAT: &str = "POST /api/memories";
+        let mut body = json!({ "content": turn.content, "scope": scope });
+        if with_threads() {
+            body["thread"] = json!(turn.session);
+        }
+        if let Some(infer) = infer_flag() {
+            body["infer"] = json!(infer);
+        }
         let request = self
             .client
             .post(format!("{}/api/memories", self.base))
             .header("X-API-Key", &self.key)
-            .json(&match infer_flag() {
-                Some(infer) => json!({ "content": content, "scope": scope, "infer": infer }),
-                None => json!({ "content": content, "scope": scope }),
-            });
+            .json(&body);
         let saved = expect_json(request, WHAT, StatusCode::CREATED).await?;
         let id = uuid_at(&saved["memory"]["id"])
             .ok_or_else(|| format!("{WHAT}: no memory id in {saved}"))?;
@@ -691,7 +705,7 @@ async fn save_all(
                     let mut index = ConversationIndex::default();
                     for turn in &conversation.turns {
                         let sent = Instant::now();
-                        match target.save(&conversation.sample_id, &turn.content).await {
+                        match target.save(&conversation.sample_id, turn).await {
                             Ok(saved) => {
                                 latencies.push(sent.elapsed());
                                 *statuses.entry(saved.status).or_insert(0usize) += 1;

@@ -133,6 +133,8 @@ pub struct Memory {
     pub not_helpful_count: i64,
     /// The note (202 job) this memory was split from, when it was.
     pub origin_id: Option<Uuid>,
+    /// The conversation or session the memory was saved from; `""` when none.
+    pub thread: String,
 }
 
 impl Memory {
@@ -158,6 +160,8 @@ pub struct NewMemory {
     pub created_at: DateTime<Utc>,
     /// The note (202 job) this memory was split from, when it was.
     pub origin_id: Option<Uuid>,
+    /// The conversation or session the memory was saved from; `""` when none.
+    pub thread: String,
     /// The content's embedding, stored with the memory in the same transaction.
     pub embedding: Option<Embedded>,
 }

@@ -34,6 +34,10 @@ pub struct SaveArgs {
     /// a memory that updates a fact ("I live in Berlin" after "I live in Paris") replaces it
     /// by itself.
     pub supersedes: Option<String>,
+    /// The conversation or session this memory comes from (e.g. a chat id, at most 200
+    /// characters). Memories of one thread are its turns in order; search ranks each with its
+    /// neighbours' context.
+    pub thread: Option<String>,
 }
 
 impl From<SaveArgs> for CreateMemory {
@@ -46,6 +50,7 @@ impl From<SaveArgs> for CreateMemory {
             valid_from: a.valid_from,
             valid_until: a.valid_until,
             supersedes: a.supersedes,
+            thread: a.thread,
             ..CreateMemory::default()
         }
     }

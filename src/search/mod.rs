@@ -6,7 +6,8 @@
 //! - `vectors.rs`: per lane, immutable HNSW segments (instant-distance) plus an exact tail,
 //!   folded and merged in the background by the maintenance actor.
 //! - here: the lanes' document tables (what each slot holds, alive or not, its filters and
-//!   feedback), fusion of the two rankings, and the signals (recency, feedback).
+//!   feedback, thread links), fusion of the two rankings, thread context, and the signals
+//!   (recency, feedback).
 //!
 //! The database is the truth. The indexes are rebuilt from it at start-up and kept in step by
 //! the memories service after every write; a search result is re-read from the database before
@@ -15,7 +16,7 @@
 pub mod text;
 pub mod vectors;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -137,6 +138,10 @@ struct Doc {
     helpful: i64,
     not_helpful: i64,
     alive: bool,
+    /// The slots saved just before and after this one in its thread (dead ones included:
+    /// [`Docs::neighbours`] walks past them).
+    prev: Option<Slot>,
+    next: Option<Slot>,
 }
 
 /// A document to index: a memory, or any other retrievable text (vault chunks and facts) that
@@ -154,6 +159,9 @@ pub struct IndexDoc {
     pub wrong: bool,
     pub helpful: i64,
     pub not_helpful: i64,
+    /// The conversation or session the document belongs to (`""`: none). Documents of one
+    /// thread in a lane are linked in the order indexed.
+    pub thread: String,
 }
 
 impl IndexDoc {
@@ -172,6 +180,7 @@ impl IndexDoc {
             wrong: memory.flagged_wrong,
             helpful: memory.helpful_count,
             not_helpful: memory.not_helpful_count,
+            thread: memory.thread.clone(),
         }
     }
 }
@@ -188,6 +197,17 @@ impl Doc {
             helpful: doc.helpful,
             not_helpful: doc.not_helpful,
             alive: true,
+            prev: None,
+            next: None,
+        }
+    }
+
+    /// The same slot with the fields of `doc` (an edit in place): its thread links stay.
+    fn refreshed(&self, doc: &IndexDoc) -> Doc {
+        Doc {
+            prev: self.prev,
+            next: self.next,
+            ..Doc::of(doc)
         }
     }
 
@@ -206,6 +226,49 @@ impl Doc {
 struct Docs {
     slots: Vec<Doc>,
     by_id: HashMap<Uuid, Slot>,
+    /// The last slot indexed in each thread.
+    thread_tails: HashMap<String, Slot>,
+}
+
+/// Dead slots (deleted, superseded) a thread walk steps over before it gives up.
+const MAX_DEAD_STEPS: usize = 16;
+
+impl Docs {
+    /// Appends a document, linked after the last one of its thread.
+    fn push(&mut self, doc: &IndexDoc) -> Slot {
+        let slot = self.slots.len() as Slot;
+        let mut entry = Doc::of(doc);
+        if !doc.thread.is_empty() {
+            if let Some(tail) = self.thread_tails.insert(doc.thread.clone(), slot) {
+                entry.prev = Some(tail);
+                self.slots[tail as usize].next = Some(slot);
+            }
+        }
+        self.slots.push(entry);
+        self.by_id.insert(doc.id, slot);
+        slot
+    }
+
+    /// Whether any document of the lane belongs to a thread.
+    fn threaded(&self) -> bool {
+        !self.thread_tails.is_empty()
+    }
+
+    /// The nearest live documents before and after `slot` in its thread.
+    fn neighbours(&self, slot: Slot) -> (Option<Slot>, Option<Slot>) {
+        let walk = |step: fn(&Doc) -> Option<Slot>| {
+            let mut at = step(self.slots.get(slot as usize)?)?;
+            for _ in 0..MAX_DEAD_STEPS {
+                let doc = &self.slots[at as usize];
+                if doc.alive {
+                    return Some(at);
+                }
+                at = step(doc)?;
+            }
+            None
+        };
+        (walk(|d| d.prev), walk(|d| d.next))
+    }
 }
 
 /// The indexes of one lane.
@@ -298,6 +361,14 @@ mod weights {
     /// Loss factor per `not_helpful` rating, counted up to `FEEDBACK_CAP` ratings.
     pub const NOT_HELPFUL: f32 = 0.85;
     pub const FEEDBACK_CAP: i64 = 5;
+    /// Thread context: a document's vector similarity is that of its vector plus this share of
+    /// each live neighbour's (see `in_thread`).
+    pub const THREAD_CONTEXT: f32 = 0.5;
+    /// Thread context: a document scores at least this share of the score of the one saved
+    /// just before it in its thread (an answer follows its question)...
+    pub const THREAD_PREV: f32 = 0.9;
+    /// ... and of the one saved just after it.
+    pub const THREAD_NEXT: f32 = 0.7;
 }
 
 /// The engine: every lane's indexes.
@@ -390,10 +461,7 @@ impl SearchEngine {
                     lane.vectors_mut().remove(old);
                     self.text.delete(lane.key(old))?;
                 }
-                let slot = docs.slots.len() as Slot;
-                docs.slots.push(Doc::of(&doc));
-                docs.by_id.insert(doc.id, slot);
-                slot
+                docs.push(&doc)
             };
             if let Some(vector) = vector {
                 lane.vectors_mut().insert(slot, vector)?;
@@ -453,7 +521,8 @@ impl SearchEngine {
                 return;
             };
             if memory.is_current {
-                docs.slots[slot as usize] = Doc::of(&IndexDoc::of(memory));
+                let refreshed = docs.slots[slot as usize].refreshed(&IndexDoc::of(memory));
+                docs.slots[slot as usize] = refreshed;
                 return;
             }
             docs.by_id.remove(&memory.id);
@@ -474,7 +543,8 @@ impl SearchEngine {
         };
         let mut docs = index.docs_mut();
         if let Some(slot) = docs.by_id.get(&doc.id).copied() {
-            docs.slots[slot as usize] = Doc::of(doc);
+            let refreshed = docs.slots[slot as usize].refreshed(doc);
+            docs.slots[slot as usize] = refreshed;
         }
     }
 
@@ -593,13 +663,43 @@ impl SearchEngine {
             None => Vec::new(),
         };
 
-        let fused = fuse(&keyword, &semantic, query, |slot| {
-            vector.and_then(|v| {
-                vectors
-                    .get(slot)
-                    .map(|stored| lifted(slot, cosine(v, stored)))
-            })
+        // Thread context (lanes with threads only): the live neighbours of every candidate are
+        // candidates too, each document's vector similarity is read with its neighbours', and
+        // a document scores at least a share of its neighbours' scores (`in_thread`,
+        // `with_neighbours`).
+        let threaded = docs.threaded();
+        let mut extra: Vec<Slot> = Vec::new();
+        if threaded {
+            let mut seen: HashSet<Slot> = keyword.iter().chain(&semantic).map(|c| c.0).collect();
+            for &(slot, _) in keyword.iter().chain(&semantic) {
+                let (prev, next) = docs.neighbours(slot);
+                for neighbour in [prev, next].into_iter().flatten() {
+                    if accept(neighbour) && seen.insert(neighbour) {
+                        extra.push(neighbour);
+                    }
+                }
+            }
+        }
+        let fused = fuse(&keyword, &semantic, &extra, query, |slot| {
+            let v = vector?;
+            let own = vectors.get(slot)?;
+            let similarity = lifted(slot, cosine(v, own));
+            if !threaded {
+                return Some(similarity);
+            }
+            let (prev, next) = docs.neighbours(slot);
+            let context: Vec<&[f32]> = [prev, next]
+                .into_iter()
+                .flatten()
+                .filter_map(|s| vectors.get(s))
+                .collect();
+            Some(in_thread(v, own, similarity, &context))
         });
+        let fused = if threaded {
+            with_neighbours(fused, |slot| docs.neighbours(slot))
+        } else {
+            fused
+        };
         let now = query.filter.now_micros;
         let mut hits: Vec<(Slot, f32, i64)> = fused
             .into_iter()
@@ -620,8 +720,55 @@ impl SearchEngine {
     }
 }
 
+/// The vector similarity of a document read in its thread: the cosine between the query and
+/// the document's vector plus `THREAD_CONTEXT` × each neighbour's (`context`). `similarity` is
+/// the document's own (perhaps lifted) similarity; without neighbours it is the answer. A
+/// short turn ("No, not at all") takes meaning from the turns around it.
+pub fn in_thread(query: &[f32], own: &[f32], similarity: f32, context: &[&[f32]]) -> f32 {
+    if context.is_empty() {
+        return similarity;
+    }
+    let share = weights::THREAD_CONTEXT;
+    let mut sum = own.to_vec();
+    let mut dot = similarity;
+    for neighbour in context {
+        dot += share * cosine(query, neighbour);
+        for (total, x) in sum.iter_mut().zip(neighbour.iter()) {
+            *total += share * x;
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        dot / norm
+    } else {
+        similarity
+    }
+}
+
+/// Each fused score raised to at least `THREAD_PREV` × the score of the document just before
+/// it in its thread and `THREAD_NEXT` × the one just after (when those are candidates): the
+/// answer to a question ranks near the question, whatever words it uses.
+fn with_neighbours(
+    fused: Vec<(Slot, f32)>,
+    neighbours: impl Fn(Slot) -> (Option<Slot>, Option<Slot>),
+) -> Vec<(Slot, f32)> {
+    let scores: HashMap<Slot, f32> = fused.iter().copied().collect();
+    let score_of = |slot: Option<Slot>| slot.and_then(|s| scores.get(&s)).copied().unwrap_or(0.0);
+    fused
+        .iter()
+        .map(|&(slot, score)| {
+            let (prev, next) = neighbours(slot);
+            let raised = score
+                .max(weights::THREAD_PREV * score_of(prev))
+                .max(weights::THREAD_NEXT * score_of(next));
+            (slot, raised)
+        })
+        .collect()
+}
+
 /// Combines the keyword and vector rankings into one score in [0, 1] per candidate.
-/// `similarity` gives the exact cosine of any candidate (for those only BM25 found).
+/// `similarity` gives the exact cosine of any candidate (for those only BM25 found). `extra`
+/// are candidates neither ranking found (thread neighbours), scored like the others.
 ///
 /// - `Fusion::Score`: `w × cosine + (1 - w) × BM25 / best BM25`.
 /// - `Fusion::MinMax`: the same weights over min-max normalised values: each side is rescaled
@@ -632,6 +779,7 @@ impl SearchEngine {
 fn fuse(
     keyword: &[(Slot, f32)],
     semantic: &[(Slot, f32)],
+    extra: &[Slot],
     query: &Query<'_>,
     similarity: impl Fn(Slot) -> Option<f32>,
 ) -> Vec<(Slot, f32)> {
@@ -651,6 +799,9 @@ fn fuse(
     }
     for (rank, (slot, _)) in semantic.iter().enumerate() {
         candidates.entry(*slot).or_insert((None, None, 0.0)).1 = Some(rank);
+    }
+    for slot in extra {
+        candidates.entry(*slot).or_insert((None, None, 0.0));
     }
     let cosines: HashMap<Slot, f32> = match query.mode {
         Mode::Keyword => HashMap::new(),
@@ -723,6 +874,8 @@ mod tests {
             helpful,
             not_helpful,
             alive: true,
+            prev: None,
+            next: None,
         }
     }
 
@@ -786,9 +939,13 @@ mod tests {
             limit: 10,
             parts: None,
         };
-        let fused = fuse(&[(1, 3.0), (2, 1.0)], &[(1, 0.9), (3, 0.5)], &query, |_| {
-            None
-        });
+        let fused = fuse(
+            &[(1, 3.0), (2, 1.0)],
+            &[(1, 0.9), (3, 0.5)],
+            &[],
+            &query,
+            |_| None,
+        );
         let score = |slot| fused.iter().find(|f| f.0 == slot).unwrap().1;
         assert!((score(1) - 1.0).abs() < 1e-6);
         assert!(score(2) < score(1) && score(3) < score(1));
@@ -813,6 +970,7 @@ mod tests {
         let fused = fuse(
             &[(1, 8.0), (2, 4.0)],
             &[(2, 0.5), (3, 0.4)],
+            &[],
             &query,
             |slot| cosines.iter().find(|c| c.0 == slot).map(|c| c.1),
         );
@@ -824,6 +982,7 @@ mod tests {
         let plain = fuse(
             &[(1, 8.0), (2, 4.0)],
             &[(2, 0.5), (3, 0.4)],
+            &[],
             &Query {
                 fusion: Fusion::Score,
                 ..query
@@ -874,6 +1033,7 @@ mod tests {
                     wrong: false,
                     helpful: 0,
                     not_helpful: 0,
+                    thread: String::new(),
                 },
                 Some(unit_vector(angle)),
             )
@@ -931,5 +1091,134 @@ mod tests {
             )
             .unwrap();
         assert_eq!(order(ignored)[0], ids[0]);
+    }
+
+    #[test]
+    fn a_document_read_in_its_thread_is_the_cosine_of_the_summed_vectors() {
+        let query = unit_vector(0.0);
+        let own = unit_vector(1.4);
+        let before = unit_vector(0.1);
+        let own_similarity = cosine(&query, &own);
+        assert_eq!(in_thread(&query, &own, own_similarity, &[]), own_similarity);
+        let read = in_thread(&query, &own, own_similarity, &[&before]);
+        let summed: Vec<f32> = own
+            .iter()
+            .zip(&before)
+            .map(|(a, b)| a + weights::THREAD_CONTEXT * b)
+            .collect();
+        let norm = summed.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let expected = summed.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>() / norm;
+        assert!((read - expected).abs() < 1e-5, "{read} vs {expected}");
+        assert!(read > own_similarity);
+    }
+
+    fn thread_doc(lane: &Lane, id: Uuid, text: &str, thread: &str) -> IndexDoc {
+        IndexDoc {
+            id,
+            lane: lane.clone(),
+            text: text.to_string(),
+            project: String::new(),
+            category: Category::Fact,
+            created_at: 0,
+            valid_until: None,
+            wrong: false,
+            helpful: 0,
+            not_helpful: 0,
+            thread: thread.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_thread_lends_each_document_its_neighbours_relevance() {
+        let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+        let query_vector = unit_vector(0.0);
+        let query = Query {
+            text: "interview",
+            vector: Some(&query_vector),
+            mode: Mode::Hybrid,
+            fusion: Fusion::Score,
+            semantic_weight: 0.7,
+            filter: Filter {
+                now_micros: 1_000 * 86_400_000_000,
+                ..Filter::default()
+            },
+            limit: 3,
+            parts: None,
+        };
+        // The same three documents in two lanes: a question, its answer (far from the query in
+        // words and meaning) and an unrelated document closer to the query than the answer.
+        // Only in the first lane are the question and the answer one thread.
+        let rank = |thread: &str, scope: &str| {
+            let lane = Lane {
+                workspace_id: Uuid::nil(),
+                scope: scope.to_string(),
+            };
+            let (question, answer, other) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+            engine
+                .stage_docs([
+                    (
+                        thread_doc(&lane, question, "is an interview required", thread),
+                        Some(unit_vector(0.1)),
+                    ),
+                    (
+                        thread_doc(&lane, other, "the weather was fine", ""),
+                        Some(unit_vector(0.9)),
+                    ),
+                    (
+                        thread_doc(&lane, answer, "no, not necessary", thread),
+                        Some(unit_vector(1.4)),
+                    ),
+                ])
+                .unwrap();
+            let order: Vec<Uuid> = engine
+                .search(&lane, &query)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect();
+            let at = |id| order.iter().position(|o| *o == id).unwrap();
+            (at(question), at(answer), at(other))
+        };
+        assert_eq!(rank("", "apart"), (0, 2, 1));
+        assert_eq!(rank("chat-1", "threaded"), (0, 1, 2));
+    }
+
+    #[test]
+    fn thread_links_skip_dead_documents_and_survive_edits() {
+        let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+        let lane = Lane {
+            workspace_id: Uuid::nil(),
+            scope: String::new(),
+        };
+        let ids: Vec<Uuid> = (0..4).map(|_| Uuid::new_v4()).collect();
+        engine
+            .stage_docs(ids.iter().enumerate().map(|(i, id)| {
+                let thread = if i == 3 { "other" } else { "chat" };
+                (thread_doc(&lane, *id, "turn", thread), None)
+            }))
+            .unwrap();
+        let index = engine.lane(&lane).unwrap();
+        let slot = |id: &Uuid| index.docs().by_id[id];
+        let neighbours = |id: &Uuid| index.docs().neighbours(slot(id));
+        assert_eq!(neighbours(&ids[0]), (None, Some(slot(&ids[1]))));
+        assert_eq!(
+            neighbours(&ids[1]),
+            (Some(slot(&ids[0])), Some(slot(&ids[2])))
+        );
+        assert_eq!(neighbours(&ids[3]), (None, None));
+        // An edit in place keeps the links.
+        engine.refresh_doc(&IndexDoc {
+            helpful: 2,
+            ..thread_doc(&lane, ids[1], "turn", "chat")
+        });
+        assert_eq!(
+            neighbours(&ids[1]),
+            (Some(slot(&ids[0])), Some(slot(&ids[2])))
+        );
+        // A removed turn is stepped over.
+        let (first, last) = (slot(&ids[0]), slot(&ids[2]));
+        engine.remove(&lane, &[ids[1]]).unwrap();
+        assert_eq!(index.docs().neighbours(first), (None, Some(last)));
+        assert_eq!(index.docs().neighbours(last), (Some(first), None));
     }
 }

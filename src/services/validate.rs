@@ -8,6 +8,7 @@ use crate::model::{to_micros, Category, NO_PROJECT};
 
 pub const MAX_SCOPE_CHARS: usize = 200;
 pub const MAX_PROJECT_CHARS: usize = 100;
+pub const MAX_THREAD_CHARS: usize = 200;
 
 pub(crate) fn chars(value: &str) -> usize {
     value.chars().count()
@@ -38,6 +39,18 @@ pub(crate) fn parse_category(value: &str) -> Result<Category> {
 
 pub(crate) fn category(value: Option<&str>) -> Result<Option<Category>> {
     value.map(parse_category).transpose()
+}
+
+/// A memory's thread: trimmed, at most [`MAX_THREAD_CHARS`]; absent or blank is no thread.
+pub(crate) fn thread(value: Option<&str>) -> Result<String> {
+    let value = value.unwrap_or_default().trim();
+    if chars(value) > MAX_THREAD_CHARS {
+        return Err(Error::validation(
+            "thread",
+            format!("must be at most {MAX_THREAD_CHARS} characters"),
+        ));
+    }
+    Ok(value.to_string())
 }
 
 pub(crate) fn project(value: Option<&str>) -> Result<String> {

@@ -570,6 +570,7 @@ async fn the_profile_is_cached_until_a_write_in_its_scope() {
             valid_until: None,
             created_at: old,
             origin_id: None,
+            thread: String::new(),
             embedding: None,
         })
         .await
@@ -754,4 +755,61 @@ async fn concurrent_updates_of_one_fact_never_answer_409() {
     for task in tasks {
         assert_eq!(task.await.unwrap(), 201);
     }
+}
+
+/// Where `content` ranks among the results (`None`: not returned).
+fn rank_of(results: &[Value], content: &str) -> Option<usize> {
+    results.iter().position(|r| r["content"] == content)
+}
+
+#[tokio::test]
+async fn a_thread_ranks_an_answer_with_its_question() {
+    let app = spawn_app().await;
+    const QUESTION: &str = "Will I need to pass an interview to volunteer at the animal shelter?";
+    const ANSWER: &str = "No, nothing like that. Just show up on Saturday morning with gloves.";
+    const OTHERS: &[&str] = &[
+        "The shelter fundraiser raised four thousand dollars.",
+        "I volunteer at the library on Sundays.",
+        "My job interview at the bank went well.",
+        "Saturday mornings are for long runs by the river.",
+        "The animal hospital opens at eight.",
+    ];
+    // The same memories in two scopes; only in `chat` are the question and its answer one
+    // thread (the others belong to none).
+    for (scope, thread) in [("apart", None), ("chat", Some("chat-7"))] {
+        for content in [QUESTION, ANSWER] {
+            let mut body = json!({"content": content, "scope": scope, "infer": false});
+            if let Some(thread) = thread {
+                body["thread"] = json!(thread);
+            }
+            let (status, memory) = save_status(&app, body).await;
+            assert_eq!(status, "created");
+            assert_eq!(memory["thread"].as_str(), thread);
+        }
+        for content in OTHERS {
+            app.save(content, json!({"scope": scope, "infer": false}))
+                .await;
+        }
+    }
+    let query = q("is an interview needed to volunteer at the shelter");
+    let ranks = |results: &[Value]| (rank_of(results, QUESTION), rank_of(results, ANSWER));
+    let apart = search(&app, &format!("q={query}&scope=apart&limit=10")).await;
+    let chat = search(&app, &format!("q={query}&scope=chat&limit=10")).await;
+    let (_, answer_apart) = ranks(&apart);
+    assert_eq!(ranks(&chat), (Some(0), Some(1)), "{:?}", contents(&chat));
+    assert!(
+        answer_apart.is_none_or(|rank| rank > 1),
+        "without a thread the answer shares nothing with the query: {:?}",
+        contents(&apart)
+    );
+
+    // Threads are stored: the ranking is the same after the indexes are rebuilt.
+    let app = app.restart().await;
+    let chat = search(&app, &format!("q={query}&scope=chat&limit=10")).await;
+    assert_eq!(ranks(&chat), (Some(0), Some(1)), "{:?}", contents(&chat));
+
+    // A thread name is at most 200 characters.
+    let body = json!({"content": "A note.", "thread": "t".repeat(201)});
+    let response = app.send_json(Method::POST, "/api/memories", &body).await;
+    assert_error(response, 400, "thread").await;
 }

@@ -71,6 +71,10 @@ pub struct CreateMemory {
     /// `false`: the content is stored as given (transcripts, logs); only exact duplicates are
     /// still caught.
     pub infer: Option<bool>,
+    /// The conversation or session this memory comes from (at most 200 characters), e.g. a
+    /// chat id. Memories of one thread in a scope are its turns, in the order saved: search
+    /// ranks each with its neighbours' context (an answer is found by its question).
+    pub thread: Option<String>,
     /// Optional; when given it must be the key's workspace.
     pub workspace_id: Option<Uuid>,
 }
@@ -174,6 +178,8 @@ pub struct MemoryView {
     pub root_id: Uuid,
     pub valid_from: Option<DateTime<Utc>>,
     pub valid_until: Option<DateTime<Utc>>,
+    /// The conversation or session it was saved from, when given.
+    pub thread: Option<String>,
 }
 
 fn none_if_empty(value: &str) -> Option<String> {
@@ -197,6 +203,7 @@ impl From<&Memory> for MemoryView {
             root_id: m.root_id,
             valid_from: m.valid_from,
             valid_until: m.valid_until,
+            thread: none_if_empty(&m.thread),
         }
     }
 }
@@ -486,6 +493,7 @@ impl MemoryService {
             .transpose()?;
         let project_given = input.project.is_some();
         let project = project(input.project.as_deref())?;
+        let thread = thread(input.thread.as_deref())?;
         Ok(Draft {
             memory: NewMemory {
                 id: Uuid::now_v7(),
@@ -500,6 +508,7 @@ impl MemoryService {
                 valid_until,
                 created_at: now(),
                 origin_id: None,
+                thread,
                 embedding: None,
             },
             lane,
@@ -821,6 +830,7 @@ impl MemoryService {
                     valid_until,
                     created_at: now(),
                     origin_id: current.origin_id,
+                    thread: current.thread.clone(),
                     embedding: Some(embedded.clone()),
                 };
                 match self.store.supersede(&lane, id, &next).await? {

@@ -39,6 +39,9 @@ struct NoteRequest {
     valid_from: Option<DateTime<Utc>>,
     valid_until: Option<DateTime<Utc>>,
     source: Source,
+    /// Jobs persisted before threads existed have none.
+    #[serde(default)]
+    thread: String,
 }
 
 /// Answer of a save that went the 202 way.
@@ -89,6 +92,7 @@ impl MemoryService {
             valid_from: draft.memory.valid_from,
             valid_until: draft.memory.valid_until,
             source: draft.memory.source,
+            thread: draft.memory.thread,
         };
         let at = now();
         let job = JobRecord {
@@ -225,6 +229,7 @@ impl MemoryService {
                     valid_until: request.valid_until,
                     created_at: now(),
                     origin_id: Some(job.id),
+                    thread: request.thread.clone(),
                     embedding: None,
                 },
                 lane: lane.clone(),

@@ -41,6 +41,7 @@ struct ImportLine {
     source: Option<Source>,
     supersedes_id: Option<Uuid>,
     infer: Option<bool>,
+    thread: Option<String>,
 }
 
 /// What an import did.
@@ -149,6 +150,7 @@ impl MemoryService {
                 valid_until: parsed.valid_until.clone(),
                 supersedes: None,
                 infer: parsed.infer,
+                thread: parsed.thread.clone(),
                 workspace_id: None,
             };
             match self.draft(caller, &input, parsed.source.unwrap_or(Source::Integration)) {

@@ -44,6 +44,7 @@ fn chunk_doc(chunk: &Chunk) -> IndexDoc {
         wrong: false,
         helpful: 0,
         not_helpful: 0,
+        thread: String::new(),
     }
 }
 
@@ -63,6 +64,7 @@ pub fn memory_doc(memory: &VaultMemory) -> IndexDoc {
         wrong: memory.flagged_wrong,
         helpful: memory.helpful_count,
         not_helpful: memory.not_helpful_count,
+        thread: String::new(),
     }
 }
 
