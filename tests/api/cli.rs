@@ -358,7 +358,7 @@ async fn import_and_export_round_trip_with_history() {
         [
             r#"{"content": "I live in Lisbon.", "category": "fact"}"#,
             r#"{"content": "I live in Porto."}"#,
-            r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile"}"#,
+            r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile", "thread": "standup-12"}"#,
             r#"{"content": "i live in porto"}"#,
             r#"not json"#,
             r#"{"content": "", "category": "fact"}"#,
@@ -399,6 +399,8 @@ async fn import_and_export_round_trip_with_history() {
         .unwrap();
     assert_eq!(porto["supersedesId"], lisbon["id"]);
     assert_eq!(porto["version"], 2);
+    let kotlin = exported.iter().find(|m| m["scope"] == "work").unwrap();
+    assert_eq!(kotlin["thread"], "standup-12");
 
     // Into another workspace: the chain survives.
     let (_, target, _) = admin(&db, dir.path(), &["create-workspace", "--name", "Target"]);
@@ -426,6 +428,7 @@ async fn import_and_export_round_trip_with_history() {
             m["project"].clone(),
             m["category"].clone(),
             m["createdAt"].clone(),
+            m["thread"].clone(),
         )
     };
     assert_eq!(
