@@ -797,6 +797,7 @@ async fn a_thread_ranks_an_answer_with_its_question() {
     let chat = search(&app, &format!("q={query}&scope=chat&limit=10")).await;
     let (_, answer_apart) = ranks(&apart);
     assert_eq!(ranks(&chat), (Some(0), Some(1)), "{:?}", contents(&chat));
+    assert_eq!(chat[1]["thread"], "chat-7");
     assert!(
         answer_apart.is_none_or(|rank| rank > 1),
         "without a thread the answer shares nothing with the query: {:?}",
@@ -807,6 +808,20 @@ async fn a_thread_ranks_an_answer_with_its_question() {
     let app = app.restart().await;
     let chat = search(&app, &format!("q={query}&scope=chat&limit=10")).await;
     assert_eq!(ranks(&chat), (Some(0), Some(1)), "{:?}", contents(&chat));
+
+    // A new version named by `supersedes` stays in its predecessor's thread unless the save
+    // names one.
+    let answer = &chat[1];
+    let (status, next) = save_status(
+        &app,
+        json!({"content": "No interview. Bring gloves on Saturday.", "scope": "chat",
+               "supersedes": answer["id"]}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_str(), next["thread"].as_str()),
+        ("superseded", Some("chat-7"))
+    );
 
     // A thread name is at most 200 characters.
     let body = json!({"content": "A note.", "thread": "t".repeat(201)});

@@ -222,6 +222,8 @@ pub struct MemoryListItem {
     pub version: i64,
     pub valid_from: Option<DateTime<Utc>>,
     pub valid_until: Option<DateTime<Utc>>,
+    /// The conversation or session it was saved from, when given.
+    pub thread: Option<String>,
 }
 
 impl From<&Memory> for MemoryListItem {
@@ -237,6 +239,7 @@ impl From<&Memory> for MemoryListItem {
             version: m.version,
             valid_from: m.valid_from,
             valid_until: m.valid_until,
+            thread: none_if_empty(&m.thread),
         }
     }
 }
@@ -544,6 +547,9 @@ impl MemoryService {
             }
             if !category_given {
                 memory.category = old.category;
+            }
+            if memory.thread.is_empty() {
+                memory.thread = old.thread.clone();
             }
             return self.supersede(&lane, &old, memory, flush).await;
         }

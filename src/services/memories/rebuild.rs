@@ -46,7 +46,7 @@ impl MemoryService {
                 });
             let mut items: Vec<_> = ready
                 .into_iter()
-                .map(|row| (row.memory, row.vector.map(|(_, v)| v)))
+                .map(|row| (row.seq, row.memory, row.vector.map(|(_, v)| v)))
                 .collect();
             if !stale.is_empty() {
                 let texts = stale.iter().map(|row| row.memory.content.clone()).collect();
@@ -74,11 +74,19 @@ impl MemoryService {
                     stale
                         .into_iter()
                         .zip(vectors)
-                        .map(|(row, vector)| (row.memory, Some(vector))),
+                        .map(|(row, vector)| (row.seq, row.memory, Some(vector))),
                 );
             }
             report.indexed += items.len();
-            self.engine.stage(items).map_err(search_error)?;
+            // In save order, re-embedded or not: a thread's turns are linked in that order.
+            items.sort_by_key(|(seq, _, _)| *seq);
+            self.engine
+                .stage(
+                    items
+                        .into_iter()
+                        .map(|(_, memory, vector)| (memory, vector)),
+                )
+                .map_err(search_error)?;
         }
         self.engine.flush().await.map_err(search_error)?;
         for lane in self.engine.lanes() {
