@@ -275,6 +275,8 @@ pub struct ListFilter {
     pub exclude_wrong: bool,
     /// Only memories created at or after this instant (profile's recent context).
     pub created_since: Option<DateTime<Utc>>,
+    /// Only the memories of this thread.
+    pub thread: Option<String>,
     pub now: DateTime<Utc>,
     pub limit: i64,
     pub offset: i64,

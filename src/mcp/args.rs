@@ -102,6 +102,8 @@ pub struct ListArgs {
     /// Only memories whose content contains this text (case-insensitive, at most 200
     /// characters).
     pub search: Option<String>,
+    /// Only the memories of this thread (a conversation or session id), newest first.
+    pub thread: Option<String>,
 }
 
 impl From<ListArgs> for ListParams {
@@ -113,6 +115,7 @@ impl From<ListArgs> for ListParams {
             scope: a.scope,
             project: a.project,
             search: a.search,
+            thread: a.thread,
             ..ListParams::default()
         }
     }

@@ -325,6 +325,10 @@ macro_rules! sql_store {
                     qb.push(" AND created_at >= ");
                     qb.push_bind(to_micros(since));
                 }
+                if let Some(thread) = &f.thread {
+                    qb.push(" AND thread = ");
+                    qb.push_bind(thread.clone());
+                }
                 if !f.categories.is_empty() {
                     qb.push(" AND category IN (");
                     let mut list = qb.separated(", ");

@@ -823,8 +823,34 @@ async fn a_thread_ranks_an_answer_with_its_question() {
         ("superseded", Some("chat-7"))
     );
 
+    // A thread's current turns, newest first; other threads and other scopes stay out.
+    let (status, list) = app.get_json("/api/memories?scope=chat&thread=chat-7").await;
+    assert_eq!(status, 200, "{list}");
+    let listed: Vec<&str> = list["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        vec!["No interview. Bring gloves on Saturday.", QUESTION]
+    );
+    assert_eq!(list["total"], 2);
+    let (_, none) = app
+        .get_json("/api/memories?scope=apart&thread=chat-7")
+        .await;
+    assert_eq!(none["total"], 0, "{none}");
+
     // A thread name is at most 200 characters.
     let body = json!({"content": "A note.", "thread": "t".repeat(201)});
     let response = app.send_json(Method::POST, "/api/memories", &body).await;
+    assert_error(response, 400, "thread").await;
+    let response = app
+        .send(
+            Method::GET,
+            &format!("/api/memories?thread={}", "t".repeat(201)),
+        )
+        .await;
     assert_error(response, 400, "thread").await;
 }

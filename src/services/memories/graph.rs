@@ -120,6 +120,7 @@ impl MemoryService {
                 include_expired: false,
                 exclude_wrong: false,
                 created_since: None,
+                thread: None,
                 now: now(),
                 limit,
                 offset: 0,

@@ -125,6 +125,8 @@ pub struct ListParams {
     pub search: Option<String>,
     /// `true` to include memories whose `validUntil` has passed.
     pub include_expired: Option<String>,
+    /// Only the memories of this thread (a conversation or session), newest first.
+    pub thread: Option<String>,
     pub workspace_id: Option<Uuid>,
 }
 
@@ -723,6 +725,7 @@ impl MemoryService {
             None => None,
         };
         let include_expired = bool_param("includeExpired", params.include_expired.as_deref())?;
+        let thread = Some(thread(params.thread.as_deref())?).filter(|t| !t.is_empty());
         let filter = ListFilter {
             lane,
             categories,
@@ -731,6 +734,7 @@ impl MemoryService {
             include_expired,
             exclude_wrong: false,
             created_since: None,
+            thread,
             now: now(),
             limit,
             offset,

@@ -101,6 +101,7 @@ impl MemoryService {
             include_expired: false,
             exclude_wrong: true,
             created_since: since,
+            thread: None,
             now: at,
             limit: self.tuning.profile_lines as i64,
             offset: 0,
