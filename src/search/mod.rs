@@ -724,7 +724,7 @@ impl SearchEngine {
 /// the document's vector plus `THREAD_CONTEXT` × each neighbour's (`context`). `similarity` is
 /// the document's own (perhaps lifted) similarity; without neighbours it is the answer. A
 /// short turn ("No, not at all") takes meaning from the turns around it.
-pub fn in_thread(query: &[f32], own: &[f32], similarity: f32, context: &[&[f32]]) -> f32 {
+fn in_thread(query: &[f32], own: &[f32], similarity: f32, context: &[&[f32]]) -> f32 {
     if context.is_empty() {
         return similarity;
     }
@@ -1022,19 +1022,7 @@ mod tests {
         let ids: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
         let docs = ids.iter().zip([0.2_f32, 0.6, 1.2]).map(|(id, angle)| {
             (
-                IndexDoc {
-                    id: *id,
-                    lane: lane.clone(),
-                    text: "passage".to_string(),
-                    project: String::new(),
-                    category: Category::Context,
-                    created_at: 0,
-                    valid_until: None,
-                    wrong: false,
-                    helpful: 0,
-                    not_helpful: 0,
-                    thread: String::new(),
-                },
+                test_doc(&lane, *id, "passage", ""),
                 Some(unit_vector(angle)),
             )
         });
@@ -1112,7 +1100,8 @@ mod tests {
         assert!(read > own_similarity);
     }
 
-    fn thread_doc(lane: &Lane, id: Uuid, text: &str, thread: &str) -> IndexDoc {
+    /// A document made at epoch 0, in `thread` (`""`: none).
+    fn test_doc(lane: &Lane, id: Uuid, text: &str, thread: &str) -> IndexDoc {
         IndexDoc {
             id,
             lane: lane.clone(),
@@ -1157,15 +1146,15 @@ mod tests {
             engine
                 .stage_docs([
                     (
-                        thread_doc(&lane, question, "is an interview required", thread),
+                        test_doc(&lane, question, "is an interview required", thread),
                         Some(unit_vector(0.1)),
                     ),
                     (
-                        thread_doc(&lane, other, "the weather was fine", ""),
+                        test_doc(&lane, other, "the weather was fine", ""),
                         Some(unit_vector(0.9)),
                     ),
                     (
-                        thread_doc(&lane, answer, "no, not necessary", thread),
+                        test_doc(&lane, answer, "no, not necessary", thread),
                         Some(unit_vector(1.4)),
                     ),
                 ])
@@ -1194,7 +1183,7 @@ mod tests {
         engine
             .stage_docs(ids.iter().enumerate().map(|(i, id)| {
                 let thread = if i == 3 { "other" } else { "chat" };
-                (thread_doc(&lane, *id, "turn", thread), None)
+                (test_doc(&lane, *id, "turn", thread), None)
             }))
             .unwrap();
         let index = engine.lane(&lane).unwrap();
@@ -1209,7 +1198,7 @@ mod tests {
         // An edit in place keeps the links.
         engine.refresh_doc(&IndexDoc {
             helpful: 2,
-            ..thread_doc(&lane, ids[1], "turn", "chat")
+            ..test_doc(&lane, ids[1], "turn", "chat")
         });
         assert_eq!(
             neighbours(&ids[1]),
