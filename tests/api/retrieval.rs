@@ -826,14 +826,8 @@ async fn a_thread_ranks_an_answer_with_its_question() {
     // A thread's current turns, newest first; other threads and other scopes stay out.
     let (status, list) = app.get_json("/api/memories?scope=chat&thread=chat-7").await;
     assert_eq!(status, 200, "{list}");
-    let listed: Vec<&str> = list["memories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        listed,
+        contents(list["memories"].as_array().unwrap()),
         vec!["No interview. Bring gloves on Saturday.", QUESTION]
     );
     assert_eq!(list["total"], 2);
