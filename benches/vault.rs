@@ -71,9 +71,11 @@
 //!    q=...&mode=documents&limit=20&vaultId=...&ranking=<r>`, one request at a time, in passes:
 //!    `hybrid` (the query is embedded: a fresh query vector), `keyword` and `semantic` (the
 //!    query vector is in the server's query cache), then `keyword` again with the query's
-//!    letter case changed (BM25 lower-cases, so the ranking must be the same, but the
-//!    query-cache key is new: the search embeds the query although keyword ranking does not
-//!    use the vector, and the difference in latency is what that costs).
+//!    letter case changed (BM25 lower-cases, so the ranking must be the same; keyword ranking
+//!    embeds no query, so a query-cache miss must not cost it anything either). Two more passes ask
+//!    `mode=memories` (hybrid and semantic ranking): the ranked list of a query is then the
+//!    source documents of the returned memories' evidence items, in order, which measures the
+//!    extracted facts' vectors and text on their own.
 //!
 //!    **Scoring** is per document: the ranked list of a query is the source documents of the
 //!    returned chunks in order of first appearance. nDCG@10 (gain = the qrels score, log2
@@ -547,16 +549,17 @@ impl Target {
         }
     }
 
-    /// The chunks a `documents` search returns, best first: `(chunk id, source document id)`.
+    /// What a search returns, best first, as `(id, source document id)`: each chunk of a
+    /// `documents` search; each evidence item of each memory of a `memories` search.
     async fn search(
         &self,
         vault: &str,
         q: &str,
-        ranking: Ranking,
+        (ranking, mode): (Ranking, &str),
         offset: usize,
     ) -> Result<Vec<(Uuid, Uuid)>, String> {
         let what = format!(
-            "GET /api/context-vault/search (ranking={}, offset={offset})",
+            "GET /api/context-vault/search (mode={mode}, ranking={}, offset={offset})",
             ranking.name()
         );
         let limit = SEARCH_LIMIT.to_string();
@@ -567,13 +570,28 @@ impl Target {
             .header("X-API-Key", &self.key)
             .query(&[
                 ("q", q),
-                ("mode", "documents"),
+                ("mode", mode),
                 ("limit", limit.as_str()),
                 ("vaultId", vault),
                 ("ranking", ranking.name()),
                 ("offset", offset.as_str()),
             ]);
         let found = expect_json(request, &what, StatusCode::OK).await?;
+        if mode == "memories" {
+            let memories = found["memories"]
+                .as_array()
+                .ok_or_else(|| format!("{what}: no `memories` list in the answer"))?;
+            let mut cited = Vec::new();
+            for memory in memories {
+                let id = uuid_at(&memory["id"]).ok_or_else(|| format!("{what}: no memory id"))?;
+                for evidence in memory["evidence"].as_array().into_iter().flatten() {
+                    let source = uuid_at(&evidence["sourceId"])
+                        .ok_or_else(|| format!("{what}: evidence without sourceId"))?;
+                    cited.push((id, source));
+                }
+            }
+            return Ok(cited);
+        }
         let chunks = found["chunks"]
             .as_array()
             .ok_or_else(|| format!("{what}: no `chunks` list in the answer"))?;
@@ -1548,7 +1566,7 @@ async fn search_pass(
     vault: &str,
     scored: &[Scored<'_>],
     corpus_of: &HashMap<Uuid, String>,
-    ranking: Ranking,
+    ranking: (Ranking, &str),
     lower: bool,
 ) -> Pass {
     let mut pass = Pass {
@@ -1624,7 +1642,7 @@ async fn search_pass(
         if last_progress.elapsed() > PROGRESS_EVERY {
             eprintln!(
                 "scifact: search {}{}: {}/{}",
-                ranking.name(),
+                ranking.0.name(),
                 if lower { " (case changed)" } else { "" },
                 n + 1,
                 scored.len()
@@ -1787,20 +1805,42 @@ async fn scifact_part(
         not_ingested
     );
 
-    let plan: [(Ranking, bool, &'static str, &'static str); 4] = [
-        (Ranking::Hybrid, false, "hybrid", "embedded (fresh)"),
-        (Ranking::Keyword, false, "keyword (BM25 only)", "cached"),
+    let plan: [((Ranking, &str), bool, &'static str, &'static str); 6] = [
         (
-            Ranking::Semantic,
+            (Ranking::Hybrid, "documents"),
+            false,
+            "hybrid",
+            "embedded (fresh)",
+        ),
+        (
+            (Ranking::Keyword, "documents"),
+            false,
+            "keyword (BM25 only)",
+            "cached",
+        ),
+        (
+            (Ranking::Semantic, "documents"),
             false,
             "semantic (vectors only)",
             "cached",
         ),
         (
-            Ranking::Keyword,
+            (Ranking::Keyword, "documents"),
             true,
             "keyword, query case changed",
-            "embedded (fresh), unused",
+            "none",
+        ),
+        (
+            (Ranking::Hybrid, "memories"),
+            false,
+            "`memories` mode, hybrid",
+            "cached",
+        ),
+        (
+            (Ranking::Semantic, "memories"),
+            false,
+            "`memories` mode, semantic",
+            "cached",
         ),
     ];
     let search_started = Instant::now();
@@ -2182,7 +2222,15 @@ async fn sweep(
             base: running.base.clone(),
             key: target.key.clone(),
         };
-        let pass = search_pass(&variant, vault, scored, corpus_of, Ranking::Hybrid, false).await;
+        let pass = search_pass(
+            &variant,
+            vault,
+            scored,
+            corpus_of,
+            (Ranking::Hybrid, "documents"),
+            false,
+        )
+        .await;
         pass.errors.show("scifact sweep");
         errors.count += pass.errors.count;
         println!(

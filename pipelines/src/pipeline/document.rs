@@ -3,6 +3,7 @@
 //! terminal status: the supervisor does, when it sees the generation end.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -40,6 +41,33 @@ pub struct DocumentArgs {
 /// for the model's batch throughput (the local model encodes up to 128 sentences a pass, and
 /// its rate still grows up to there), few enough that a group's facts are saved soon.
 const FACT_BATCH: usize = 128;
+
+/// Fact text embedded in one model call, at most, in bytes (a longer fact goes alone): about
+/// one pass of the local model's token budget (4,096 tokens of English at about 4 bytes each),
+/// so that progress is recorded after every pass, even for long facts (table rows) on a loaded
+/// machine, while 128 sentences of ordinary length still share one call.
+const FACT_CALL_BYTES: usize = 16 * 1024;
+
+/// Consecutive slices of texts (given by their byte lengths) for one model call each: at most
+/// [`FACT_BATCH`] texts and [`FACT_CALL_BYTES`] bytes, a longer text alone.
+fn call_slices(lengths: &[usize]) -> Vec<Range<usize>> {
+    let mut slices = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let mut end = start + 1;
+        let mut bytes = lengths[start];
+        while end < lengths.len()
+            && end - start < FACT_BATCH
+            && bytes + lengths[end] <= FACT_CALL_BYTES
+        {
+            bytes += lengths[end];
+            end += 1;
+        }
+        slices.push(start..end);
+        start = end;
+    }
+    slices
+}
 
 pub struct DocumentPipeline;
 
@@ -302,22 +330,27 @@ impl DocumentState {
                     }
                 }
             }
-            if !texts.is_empty() {
+            let lengths: Vec<usize> = texts.iter().map(String::len).collect();
+            for slice in call_slices(&lengths) {
+                let part = texts[slice].to_vec();
                 let vectors = self
                     .args
                     .engines
                     .embedder
-                    .embed(texts.clone())
+                    .embed(part.clone())
                     .await
                     .map_err(|e| PhaseError::Transient(format!("embedding: {e}")))?;
-                if vectors.len() != texts.len() {
+                if vectors.len() != part.len() {
                     return Err(PhaseError::Transient(format!(
                         "embedding: {} vectors for {} facts",
                         vectors.len(),
-                        texts.len()
+                        part.len()
                     )));
                 }
-                known.extend(texts.into_iter().zip(vectors));
+                known.extend(part.into_iter().zip(vectors));
+                // A model call is progress: a group of long facts on a loaded machine must
+                // not look stalled.
+                self.args.shared.progress.beat();
             }
             for (chunk, facts) in group {
                 self.record(Phase::Extract, saved, total).await?;
@@ -377,5 +410,33 @@ impl Actor for DocumentPipeline {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fact_calls_are_cut_by_count_and_by_bytes() {
+        assert!(call_slices(&[]).is_empty());
+        // Sentences of ordinary length: 128 a call.
+        assert_eq!(call_slices(&[100; 300]), vec![0..128, 128..256, 256..300]);
+        // Long rows: as many as fit in the bytes, and one longer than the budget alone.
+        assert_eq!(
+            call_slices(&[6_000, 6_000, 6_000, 20_000, 100]),
+            vec![0..2, 2..3, 3..4, 4..5]
+        );
+        // Every text once, in order.
+        let lengths: Vec<usize> = (0..500).map(|i| 1 + (i * 7_919) % 9_000).collect();
+        let slices = call_slices(&lengths);
+        let mut next = 0;
+        for slice in &slices {
+            assert_eq!(slice.start, next);
+            let bytes: usize = lengths[slice.clone()].iter().sum();
+            assert!(slice.len() == 1 || bytes <= FACT_CALL_BYTES);
+            next = slice.end;
+        }
+        assert_eq!(next, lengths.len());
     }
 }
