@@ -675,6 +675,18 @@ mod tests {
         }
     }
 
+    /// Takes a millisecond per 400 bytes of text in each call, as a model's time grows with
+    /// its input.
+    struct Slow;
+    #[async_trait]
+    impl Embedder for Slow {
+        async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+            let bytes: usize = texts.iter().map(String::len).sum();
+            tokio::time::sleep(Duration::from_millis(bytes as u64 / 400)).await;
+            Ok(texts.iter().map(|_| vec![0.0; 4]).collect())
+        }
+    }
+
     /// Every chunk is one fact.
     struct Whole;
     #[async_trait]
@@ -708,11 +720,20 @@ mod tests {
     }
 
     async fn start(store: Arc<FakeStore>, faults: Option<Script>, max_attempts: u32) -> Ingestion {
+        start_with(store, faults, max_attempts, Arc::new(Zeros)).await
+    }
+
+    async fn start_with(
+        store: Arc<FakeStore>,
+        faults: Option<Script>,
+        max_attempts: u32,
+        embedder: Arc<dyn Embedder>,
+    ) -> Ingestion {
         let engines = Engines {
             store,
             ocr: Arc::new(NoOcr),
             chunker: Arc::new(Sections),
-            embedder: Arc::new(Zeros),
+            embedder,
             extractor: Arc::new(Whole),
             faults: faults.map(|f| Arc::new(f) as Arc<dyn Faults>),
         };
@@ -789,6 +810,27 @@ mod tests {
         assert_eq!(statuses.last().unwrap().1, 2, "completed by generation 2");
         store
             .with(id, |d| assert_eq!((d.chunks.len(), d.facts.len()), (2, 2)))
+            .unwrap();
+        ingestion.stop();
+    }
+
+    /// 100 facts of 1 KB: in one model call they would take 250 ms, past the 100 ms staleness
+    /// limit; cut into calls with a heartbeat after each, none is silent for that long.
+    #[tokio::test]
+    async fn long_facts_are_embedded_in_calls_short_enough_to_keep_a_heartbeat() {
+        let store = Arc::new(FakeStore::default());
+        let ingestion = start_with(store.clone(), None, 1, Arc::new(Slow)).await;
+        let paragraph = "Rows of a long table keep the model busy. ".repeat(24);
+        let text: String = (0..100)
+            .map(|i| format!("# Part {i}\n\n{i} {paragraph}\n\n"))
+            .collect();
+        let id = store.add(text.as_bytes(), SourceKind::Markdown);
+        ingestion.submit(id, 1).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Completed);
+        store
+            .with(id, |d| {
+                assert_eq!((d.chunks.len(), d.facts.len()), (100, 100))
+            })
             .unwrap();
         ingestion.stop();
     }
