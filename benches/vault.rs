@@ -72,10 +72,11 @@
 //!    `hybrid` (the query is embedded: a fresh query vector), `keyword` and `semantic` (the
 //!    query vector is in the server's query cache), then `keyword` again with the query's
 //!    letter case changed (BM25 lower-cases, so the ranking must be the same; keyword ranking
-//!    embeds no query, so a query-cache miss must not cost it anything either). Two more passes ask
-//!    `mode=memories` (hybrid and semantic ranking): the ranked list of a query is then the
-//!    source documents of the returned memories' evidence items, in order, which measures the
-//!    extracted facts' vectors and text on their own.
+//!    embeds no query, so a query-cache miss must not cost it anything either). Two more
+//!    passes ask `mode=memories` (hybrid and semantic ranking): the ranked list of a query is
+//!    then the source documents of the returned memories' evidence items, in order (the
+//!    "chunks" of a row are then evidence items), which measures the extracted facts on their
+//!    own.
 //!
 //!    **Scoring** is per document: the ranked list of a query is the source documents of the
 //!    returned chunks in order of first appearance. nDCG@10 (gain = the qrels score, log2
@@ -1882,8 +1883,8 @@ async fn scifact_part(
     );
     println!();
     println!(
-        "### Retrieval (`GET /api/context-vault/search?mode=documents&limit={SEARCH_LIMIT}`, one \
-         client)"
+        "### Retrieval (`GET /api/context-vault/search?mode=documents&limit={SEARCH_LIMIT}`, and \
+         `mode=memories` where the row says so; one client)"
     );
     println!();
     println!(
