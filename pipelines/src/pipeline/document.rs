@@ -332,7 +332,7 @@ impl DocumentState {
             }
             let lengths: Vec<usize> = texts.iter().map(String::len).collect();
             for slice in call_slices(&lengths) {
-                let part = texts[slice].to_vec();
+                let part: Vec<String> = texts.drain(..slice.len()).collect();
                 let vectors = self
                     .args
                     .engines
