@@ -38,8 +38,8 @@
 //!    (`./models/all-MiniLM-L6-v2`), a workspace and API key made through `AccountsService`.
 //! 2. Saves every turn: `POST /api/memories` with `{"content": "[<session date_time>]
 //!    <speaker>: <text>[ [shared a photo: <blip_caption>]]", "scope": <sample_id>, "thread":
-//!    "session_<N>"}`. Each conversation is saved in order by one client; `BENCH_CONCURRENCY` conversations are saved
-//!    at a time. The answer's memory id is mapped to the turn's `dia_id` (a `duplicate` answer
+//!    "session_<N>", "speaker": <speaker>}`. Each conversation is saved in order by one client;
+//!    `BENCH_CONCURRENCY` conversations are saved at a time. The answer's memory id is mapped to the turn's `dia_id` (a `duplicate` answer
 //!    names an existing memory: the turn's id is added to it). A `superseded` answer retires the
 //!    memory it replaces: search returns current memories only, so evidence turns whose memory
 //!    was retired cannot be found any more; they are counted and reported.
@@ -69,6 +69,10 @@
 //!   order.
 //! - `LOCOMO_JSON_OUT` (unset): also write the figures (recall per mode and category, latency)
 //!   as JSON to this path.
+//! - `LOCOMO_RANKINGS_OUT` (unset): also write every search's ranking to this path, one JSON
+//!   line per question and mode (`sample`, `category`, `question`, `evidence`, `mode`, and
+//!   `ranked`: the turn ids of the results, in order), to see which questions miss and why.
+//!   The file holds LoCoMo text: keep it outside the repository.
 //! - `LOCOMO_DATA_ONLY` (unset): when `1`, only read the data and print its figures (no
 //!   server, no requests).
 //! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
@@ -83,6 +87,9 @@
 //! - `LOCOMO_DATES` (`on`): `off` saves turns without the `[<session date_time>]` prefix.
 //! - `LOCOMO_THREADS` (`on`): `off` saves turns without `"thread"` (by default each turn names
 //!   its session, `session_<N>`, so search reads it with the turns around it).
+//! - `LOCOMO_SPEAKERS` (`on`): `off` saves turns without `"speaker"` (by default each turn names
+//!   its speaker, so a question that names one ranks that speaker's turns first); the name
+//!   stays in the text either way.
 
 #[path = "common/client.rs"]
 mod client;
@@ -180,6 +187,7 @@ struct Config {
     limit_conversations: Option<usize>,
     modes: Vec<Mode>,
     json_out: Option<PathBuf>,
+    rankings_out: Option<PathBuf>,
     data_only: bool,
     postgres_url: Option<String>,
     keep_database: bool,
@@ -220,6 +228,7 @@ impl Config {
             limit_conversations: env_count("LOCOMO_LIMIT_CONVERSATIONS", 1)?,
             modes,
             json_out: env_var("LOCOMO_JSON_OUT").map(PathBuf::from),
+            rankings_out: env_var("LOCOMO_RANKINGS_OUT").map(PathBuf::from),
             data_only: std::env::var("LOCOMO_DATA_ONLY").is_ok_and(|v| v.trim() == "1"),
             postgres_url,
             keep_database: std::env::var("BENCH_KEEP_DATABASE").is_ok_and(|v| v.trim() == "1"),
@@ -260,6 +269,8 @@ struct Turn {
     content: String,
     /// The session key (`session_3`): the turn's `thread`.
     session: String,
+    /// Who said it: the turn's `speaker`.
+    speaker: String,
 }
 
 /// A question to score: categories 1 to 4, with at least one known evidence id.
@@ -329,6 +340,12 @@ fn with_dates() -> bool {
 /// `LOCOMO_THREADS=off`: turns are saved without their session as `thread`.
 fn with_threads() -> bool {
     !std::env::var("LOCOMO_THREADS").is_ok_and(|v| v.trim() == "off")
+}
+
+/// `LOCOMO_SPEAKERS=off`: turns are saved without their speaker as `speaker` (the name stays
+/// in the text).
+fn with_speakers() -> bool {
+    !std::env::var("LOCOMO_SPEAKERS").is_ok_and(|v| v.trim() == "off")
 }
 
 /// `LOCOMO_INFER=false`: saves ask memvault to store the turn as given (`"infer": false`).
@@ -418,6 +435,7 @@ fn parse_conversation(sample: RawSample, stats: &mut DataStats) -> anyhow::Resul
                 content: turn_content(date, &turn),
                 dia_id,
                 session: key.clone(),
+                speaker: turn.speaker.trim().to_string(),
             });
         }
     }
@@ -579,6 +597,9 @@ impl Target {
         let mut body = json!({ "content": turn.content, "scope": scope });
         if with_threads() {
             body["thread"] = json!(turn.session);
+        }
+        if with_speakers() {
+            body["speaker"] = json!(turn.speaker);
         }
         if let Some(infer) = infer_flag() {
             body["infer"] = json!(infer);
@@ -799,6 +820,8 @@ struct SearchReport {
     wall: Duration,
     gave_up: bool,
     questions: usize,
+    /// One line per question and mode (`LOCOMO_RANKINGS_OUT`): the ranked turn ids.
+    rankings: Vec<Value>,
 }
 
 /// Asks every question in every mode: `concurrency` questions at a time, the modes of one
@@ -825,6 +848,7 @@ async fn search_all(
     let reports: Arc<Mutex<Vec<ModeReport>>> = Arc::new(Mutex::new(
         modes.iter().map(|_| ModeReport::default()).collect(),
     ));
+    let rankings: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
     let workers: Vec<_> = (0..concurrency.min(tasks.len()).max(1))
         .map(|_| {
@@ -834,13 +858,14 @@ async fn search_all(
                 indexes.clone(),
                 modes.clone(),
             );
-            let (tasks, next, answered, failed, gave_up, reports) = (
+            let (tasks, next, answered, failed, gave_up, reports, rankings) = (
                 tasks.clone(),
                 next.clone(),
                 answered.clone(),
                 failed.clone(),
                 gave_up.clone(),
                 reports.clone(),
+                rankings.clone(),
             );
             tokio::spawn(async move {
                 loop {
@@ -879,6 +904,23 @@ async fn search_all(
                                     .entry(question.category)
                                     .or_default()
                                     .add(&recalls);
+                                let ranked: Vec<Vec<&String>> = results
+                                    .iter()
+                                    .map(|id| {
+                                        index.turns_of.get(id).into_iter().flatten().collect()
+                                    })
+                                    .collect();
+                                rankings
+                                    .lock()
+                                    .expect("no panics while locked")
+                                    .push(json!({
+                                        "sample": conversation.sample_id,
+                                        "category": question.category,
+                                        "question": question.text,
+                                        "evidence": question.evidence,
+                                        "mode": mode.name(),
+                                        "ranked": ranked,
+                                    }));
                             }
                             Err(error) => {
                                 report.errors.push(format!(
@@ -909,11 +951,13 @@ async fn search_all(
     for report in &mut reports {
         report.latencies.sort_unstable();
     }
+    let rankings = std::mem::take(&mut *rankings.lock().expect("no panics while locked"));
     Ok(SearchReport {
         modes: modes.iter().copied().zip(reports).collect(),
         wall,
         gave_up: gave_up.load(Ordering::Relaxed),
         questions: tasks.len(),
+        rankings,
     })
 }
 
@@ -1297,6 +1341,20 @@ async fn bench(
         saves.wall.as_secs_f64(),
         search.wall.as_secs_f64()
     );
+    if let Some(path) = &config.rankings_out {
+        let mut lines = String::new();
+        for line in &search.rankings {
+            lines.push_str(&line.to_string());
+            lines.push('\n');
+        }
+        std::fs::write(path, lines)
+            .with_context(|| format!("cannot write the rankings to {}", path.display()))?;
+        eprintln!(
+            "wrote {} rankings to {}",
+            search.rankings.len(),
+            path.display()
+        );
+    }
     if let Some(path) = &config.json_out {
         write_json(
             path,

@@ -135,6 +135,8 @@ pub struct Memory {
     pub origin_id: Option<Uuid>,
     /// The conversation or session the memory was saved from; `""` when none.
     pub thread: String,
+    /// Who said or wrote it (a chat participant's name); `""` when not given.
+    pub speaker: String,
 }
 
 impl Memory {
@@ -162,6 +164,8 @@ pub struct NewMemory {
     pub origin_id: Option<Uuid>,
     /// The conversation or session the memory was saved from; `""` when none.
     pub thread: String,
+    /// Who said or wrote it (a chat participant's name); `""` when not given.
+    pub speaker: String,
     /// The content's embedding, stored with the memory in the same transaction.
     pub embedding: Option<Embedded>,
 }

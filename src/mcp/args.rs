@@ -38,6 +38,9 @@ pub struct SaveArgs {
     /// characters). Memories of one thread are its turns in order; search ranks each with its
     /// neighbours' context.
     pub thread: Option<String>,
+    /// Who said or wrote it (a chat participant's name, at most 100 characters). A search that
+    /// names some of a scope's speakers ranks the others' memories lower.
+    pub speaker: Option<String>,
 }
 
 impl From<SaveArgs> for CreateMemory {
@@ -51,6 +54,7 @@ impl From<SaveArgs> for CreateMemory {
             valid_until: a.valid_until,
             supersedes: a.supersedes,
             thread: a.thread,
+            speaker: a.speaker,
             ..CreateMemory::default()
         }
     }

@@ -138,6 +138,8 @@ struct Doc {
     helpful: i64,
     not_helpful: i64,
     alive: bool,
+    /// Who said it: an index into the lane's speaker names (`Docs::speakers`).
+    speaker: Option<u32>,
     /// The slots saved just before and after this one in its thread (dead ones included:
     /// [`Docs::neighbours`] walks past them).
     prev: Option<Slot>,
@@ -162,6 +164,8 @@ pub struct IndexDoc {
     /// The conversation or session the document belongs to (`""`: none). Documents of one
     /// thread in a lane are linked in the order indexed.
     pub thread: String,
+    /// Who said or wrote it (`""`: not given).
+    pub speaker: String,
 }
 
 impl IndexDoc {
@@ -181,6 +185,7 @@ impl IndexDoc {
             helpful: memory.helpful_count,
             not_helpful: memory.not_helpful_count,
             thread: memory.thread.clone(),
+            speaker: memory.speaker.clone(),
         }
     }
 }
@@ -197,16 +202,19 @@ impl Doc {
             helpful: doc.helpful,
             not_helpful: doc.not_helpful,
             alive: true,
+            speaker: None,
             prev: None,
             next: None,
         }
     }
 
-    /// The same slot with the fields of `doc` (an edit in place): its thread links stay.
+    /// The same slot with the fields of `doc` (an edit in place): its thread links and its
+    /// speaker stay (a memory's speaker changes only with a new version).
     fn refreshed(&self, doc: &IndexDoc) -> Doc {
         Doc {
             prev: self.prev,
             next: self.next,
+            speaker: self.speaker,
             ..Doc::of(doc)
         }
     }
@@ -228,10 +236,30 @@ struct Docs {
     by_id: HashMap<Uuid, Slot>,
     /// The last slot indexed in each thread.
     thread_tails: HashMap<String, Slot>,
+    /// The lane's speakers by their key ([`speaker_key`]), numbered as indexed.
+    speakers: HashMap<String, u32>,
+    /// The most words in any speaker's key: the longest run of query words to look up.
+    speaker_words: usize,
 }
 
 /// Dead slots (deleted, superseded) a thread walk steps over before it gives up.
 const MAX_DEAD_STEPS: usize = 16;
+
+/// The longest speaker name, in words, that a query is searched for.
+const MAX_SPEAKER_WORDS: usize = 4;
+
+/// The lowercase words (runs of letters and digits) of a text.
+fn words_of(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// How a speaker's name is matched: its lowercase words joined by single spaces, so
+/// "Dr. Ada Lovelace" is named by "what did dr ada lovelace say" and "Ada's" names "Ada".
+fn speaker_key(name: &str) -> String {
+    words_of(name).collect::<Vec<_>>().join(" ")
+}
 
 impl Docs {
     /// Appends a document, linked after the last one of its thread.
@@ -244,9 +272,42 @@ impl Docs {
                 self.slots[tail as usize].next = Some(slot);
             }
         }
+        entry.speaker = self.speaker(&doc.speaker);
         self.slots.push(entry);
         self.by_id.insert(doc.id, slot);
         slot
+    }
+
+    /// The number of a speaker's name in this lane, given one when it is new; `None` for a
+    /// name with no letters or digits.
+    fn speaker(&mut self, name: &str) -> Option<u32> {
+        let key = speaker_key(name);
+        if key.is_empty() {
+            return None;
+        }
+        let next = self.speakers.len() as u32;
+        let words = key.split(' ').count();
+        let number = *self.speakers.entry(key).or_insert(next);
+        self.speaker_words = self.speaker_words.max(words.min(MAX_SPEAKER_WORDS));
+        Some(number)
+    }
+
+    /// The lane's speakers that `text` names: each run of up to `speaker_words` consecutive
+    /// words of the text, looked up by key. Empty when the lane has no speakers.
+    fn named_speakers(&self, text: &str) -> HashSet<u32> {
+        let mut named = HashSet::new();
+        if self.speakers.is_empty() {
+            return named;
+        }
+        let words: Vec<String> = words_of(text).collect();
+        for start in 0..words.len() {
+            for end in start + 1..=(start + self.speaker_words).min(words.len()) {
+                if let Some(&number) = self.speakers.get(&words[start..end].join(" ")) {
+                    named.insert(number);
+                }
+            }
+        }
+        named
     }
 
     /// Whether any document of the lane belongs to a thread.
@@ -369,6 +430,9 @@ mod weights {
     pub const THREAD_PREV: f32 = 0.9;
     /// ... and of the one saved just after it.
     pub const THREAD_NEXT: f32 = 0.7;
+    /// Speakers: when a query names some of a lane's speakers, the memories of its other
+    /// speakers keep this share of their score (see `for_speakers`).
+    pub const OTHER_SPEAKER: f32 = 0.8;
 }
 
 /// The engine: every lane's indexes.
@@ -700,6 +764,8 @@ impl SearchEngine {
         } else {
             fused
         };
+        let named = docs.named_speakers(query.text);
+        let fused = for_speakers(fused, &named, |slot| docs.slots[slot as usize].speaker);
         let now = query.filter.now_micros;
         let mut hits: Vec<(Slot, f32, i64)> = fused
             .into_iter()
@@ -762,6 +828,28 @@ fn with_neighbours(
                 .max(weights::THREAD_PREV * score_of(prev))
                 .max(weights::THREAD_NEXT * score_of(next));
             (slot, raised)
+        })
+        .collect()
+}
+
+/// When the query names some of the lane's speakers (`named`), the memories of the other
+/// speakers keep `OTHER_SPEAKER` of their score: "what does Melanie do to relax" is about what
+/// Melanie said, not about what Caroline said to her. Memories without a speaker, and every
+/// memory when the query names no speaker, keep theirs. It runs after the thread floors, so an
+/// answer still ranks near a question asked by someone else.
+fn for_speakers(
+    fused: Vec<(Slot, f32)>,
+    named: &HashSet<u32>,
+    speaker: impl Fn(Slot) -> Option<u32>,
+) -> Vec<(Slot, f32)> {
+    if named.is_empty() {
+        return fused;
+    }
+    fused
+        .into_iter()
+        .map(|(slot, score)| match speaker(slot) {
+            Some(s) if !named.contains(&s) => (slot, score * weights::OTHER_SPEAKER),
+            _ => (slot, score),
         })
         .collect()
 }
@@ -874,6 +962,7 @@ mod tests {
             helpful,
             not_helpful,
             alive: true,
+            speaker: None,
             prev: None,
             next: None,
         }
@@ -1005,6 +1094,23 @@ mod tests {
         assert!((lift(0.4, Some(0.8), 3.0) - 0.8).abs() < 1e-6);
     }
 
+    /// A hybrid query (score fusion, 0.7 vector) at a time long after the test documents.
+    fn hybrid_query<'a>(text: &'a str, vector: &'a [f32], limit: usize) -> Query<'a> {
+        Query {
+            text,
+            vector: Some(vector),
+            mode: Mode::Hybrid,
+            fusion: Fusion::Score,
+            semantic_weight: 0.7,
+            filter: Filter {
+                now_micros: 1_000 * 86_400_000_000,
+                ..Filter::default()
+            },
+            limit,
+            parts: None,
+        }
+    }
+
     fn unit_vector(angle: f32) -> Vec<f32> {
         let mut v = vec![0.0; 4];
         v[0] = angle.cos();
@@ -1114,6 +1220,7 @@ mod tests {
             helpful: 0,
             not_helpful: 0,
             thread: thread.to_string(),
+            speaker: String::new(),
         }
     }
 
@@ -1121,19 +1228,7 @@ mod tests {
     fn a_thread_lends_each_document_its_neighbours_relevance() {
         let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
         let query_vector = unit_vector(0.0);
-        let query = Query {
-            text: "interview",
-            vector: Some(&query_vector),
-            mode: Mode::Hybrid,
-            fusion: Fusion::Score,
-            semantic_weight: 0.7,
-            filter: Filter {
-                now_micros: 1_000 * 86_400_000_000,
-                ..Filter::default()
-            },
-            limit: 3,
-            parts: None,
-        };
+        let query = hybrid_query("interview", &query_vector, 3);
         // The same three documents in two lanes: a question, its answer (far from the query in
         // words and meaning) and an unrelated document closer to the query than the answer.
         // Only in the first lane are the question and the answer one thread.
@@ -1170,6 +1265,78 @@ mod tests {
         };
         assert_eq!(rank("", "apart"), (0, 2, 1));
         assert_eq!(rank("chat-1", "threaded"), (0, 1, 2));
+    }
+
+    #[test]
+    fn speaker_keys_ignore_case_punctuation_and_possessives() {
+        assert_eq!(speaker_key("  Dr. Ada  Lovelace "), "dr ada lovelace");
+        assert_eq!(speaker_key("..."), "");
+        let mut docs = Docs::default();
+        let ada = docs.speaker("Dr. Ada Lovelace").unwrap();
+        let bob = docs.speaker("Bob").unwrap();
+        assert_eq!(docs.speaker("BOB"), Some(bob));
+        assert_eq!(docs.speaker("?"), None);
+        let named = |text: &str| {
+            let mut found: Vec<u32> = docs.named_speakers(text).into_iter().collect();
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(named("What did dr ada lovelace say?"), vec![ada]);
+        assert_eq!(named("Bob's plans"), vec![bob]);
+        assert_eq!(named("what did Dr. Ada Lovelace tell Bob"), vec![ada, bob]);
+        // Part of a name, or a name inside a word, names no one.
+        assert!(named("ada lovelace and bobby").is_empty());
+    }
+
+    #[test]
+    fn a_query_naming_a_speaker_ranks_the_other_speakers_lower() {
+        let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+        let lane = Lane {
+            workspace_id: Uuid::nil(),
+            scope: "chat".to_string(),
+        };
+        let (caroline, melanie, nobody) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let said = |id, text: &str, speaker: &str| IndexDoc {
+            speaker: speaker.to_string(),
+            ..test_doc(&lane, id, text, "")
+        };
+        // Caroline's memory is the closest to the query, then the one without a speaker,
+        // then Melanie's.
+        engine
+            .stage_docs([
+                (
+                    said(caroline, "pottery class on saturday", "Caroline"),
+                    Some(unit_vector(0.1)),
+                ),
+                (
+                    said(nobody, "pottery class on sunday", ""),
+                    Some(unit_vector(0.3)),
+                ),
+                (
+                    said(melanie, "pottery class on monday", "Melanie"),
+                    Some(unit_vector(0.4)),
+                ),
+            ])
+            .unwrap();
+        let query_vector = unit_vector(0.0);
+        let order = |text: &str| -> Vec<Uuid> {
+            engine
+                .search(&lane, &hybrid_query(text, &query_vector, 3))
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+        };
+        assert_eq!(order("pottery class"), vec![caroline, nobody, melanie]);
+        assert_eq!(
+            order("when is Melanie's pottery class"),
+            vec![nobody, melanie, caroline]
+        );
+        // Naming every speaker favours no one.
+        assert_eq!(
+            order("pottery class of caroline and melanie"),
+            vec![caroline, nobody, melanie]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::model::{to_micros, Category, NO_PROJECT};
 pub const MAX_SCOPE_CHARS: usize = 200;
 pub const MAX_PROJECT_CHARS: usize = 100;
 pub const MAX_THREAD_CHARS: usize = 200;
+pub const MAX_SPEAKER_CHARS: usize = 100;
 
 pub(crate) fn chars(value: &str) -> usize {
     value.chars().count()
@@ -43,11 +44,21 @@ pub(crate) fn category(value: Option<&str>) -> Result<Option<Category>> {
 
 /// A memory's thread: trimmed, at most [`MAX_THREAD_CHARS`]; absent or blank is no thread.
 pub(crate) fn thread(value: Option<&str>) -> Result<String> {
+    trimmed_name("thread", value, MAX_THREAD_CHARS)
+}
+
+/// A memory's speaker: trimmed, at most [`MAX_SPEAKER_CHARS`]; absent or blank is none.
+pub(crate) fn speaker(value: Option<&str>) -> Result<String> {
+    trimmed_name("speaker", value, MAX_SPEAKER_CHARS)
+}
+
+/// An optional name: trimmed, at most `max` characters; absent or blank is `""`.
+fn trimmed_name(field: &str, value: Option<&str>, max: usize) -> Result<String> {
     let value = value.unwrap_or_default().trim();
-    if chars(value) > MAX_THREAD_CHARS {
+    if chars(value) > max {
         return Err(Error::validation(
-            "thread",
-            format!("must be at most {MAX_THREAD_CHARS} characters"),
+            field,
+            format!("must be at most {max} characters"),
         ));
     }
     Ok(value.to_string())

@@ -19,7 +19,7 @@ macro_rules! memory_columns {
     () => {
         "id, workspace_id, user_id, content, source, category, scope, project, version, \
          is_current, root_id, supersedes_id, valid_from, valid_until, created_at, updated_at, \
-         flagged_wrong, helpful_count, not_helpful_count, origin_id, thread"
+         flagged_wrong, helpful_count, not_helpful_count, origin_id, thread, speaker"
     };
 }
 
@@ -29,15 +29,16 @@ macro_rules! memory_columns_m {
         "m.id, m.workspace_id, m.user_id, m.content, m.source, m.category, m.scope, m.project, \
          m.version, m.is_current, m.root_id, m.supersedes_id, m.valid_from, m.valid_until, \
          m.created_at, m.updated_at, m.flagged_wrong, m.helpful_count, m.not_helpful_count, \
-         m.origin_id, m.thread"
+         m.origin_id, m.thread, m.speaker"
     };
 }
 
 const INSERT_MEMORY: &str = concat!(
     "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, content_hash, \
      source, category, scope, project, version, is_current, root_id, supersedes_id, valid_from, \
-     valid_until, created_at, updated_at, origin_id, thread) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-     $8, $9, $10, $11, TRUE, $12, $13, $14, $15, $16, $16, $17, $18) ON CONFLICT DO NOTHING RETURNING ",
+     valid_until, created_at, updated_at, origin_id, thread, speaker) VALUES ($1, $2, $3, $4, $5, \
+     $6, $7, $8, $9, $10, $11, TRUE, $12, $13, $14, $15, $16, $16, $17, $18, $19) ON CONFLICT DO \
+     NOTHING RETURNING ",
     memory_columns!()
 );
 
@@ -64,6 +65,7 @@ struct MemoryRow {
     not_helpful_count: i64,
     origin_id: Option<Uuid>,
     thread: String,
+    speaker: String,
 }
 
 /// A current memory with its stored vector (index rebuilds).
@@ -148,6 +150,7 @@ impl TryFrom<MemoryRow> for Memory {
             not_helpful_count: row.not_helpful_count,
             origin_id: row.origin_id,
             thread: row.thread,
+            speaker: row.speaker,
         })
     }
 }
@@ -383,6 +386,7 @@ macro_rules! sql_store {
                     .bind(to_micros(m.created_at))
                     .bind(m.origin_id)
                     .bind(&m.thread)
+                    .bind(&m.speaker)
                     .fetch_optional(&mut **conn)
                     .await
                     .map_err(StorageError::from_db)?;

@@ -358,7 +358,7 @@ async fn import_and_export_round_trip_with_history() {
         [
             r#"{"content": "I live in Lisbon.", "category": "fact"}"#,
             r#"{"content": "I live in Porto."}"#,
-            r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile", "thread": "standup-12"}"#,
+            r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile", "thread": "standup-12", "speaker": "Ana"}"#,
             r#"{"content": "i live in porto"}"#,
             r#"not json"#,
             r#"{"content": "", "category": "fact"}"#,
@@ -401,6 +401,7 @@ async fn import_and_export_round_trip_with_history() {
     assert_eq!(porto["version"], 2);
     let kotlin = exported.iter().find(|m| m["scope"] == "work").unwrap();
     assert_eq!(kotlin["thread"], "standup-12");
+    assert_eq!(kotlin["speaker"], "Ana");
 
     // Into another workspace: the chain survives.
     let (_, target, _) = admin(&db, dir.path(), &["create-workspace", "--name", "Target"]);
@@ -429,6 +430,7 @@ async fn import_and_export_round_trip_with_history() {
             m["category"].clone(),
             m["createdAt"].clone(),
             m["thread"].clone(),
+            m["speaker"].clone(),
         )
     };
     assert_eq!(

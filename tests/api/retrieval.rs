@@ -571,6 +571,7 @@ async fn the_profile_is_cached_until_a_write_in_its_scope() {
             created_at: old,
             origin_id: None,
             thread: String::new(),
+            speaker: String::new(),
             embedding: None,
         })
         .await
@@ -847,4 +848,61 @@ async fn a_thread_ranks_an_answer_with_its_question() {
         )
         .await;
     assert_error(response, 400, "thread").await;
+}
+
+// Caroline's turn shares more words with the question than Melanie's does.
+const CAROLINE: &str = "I signed up for a pottery class yesterday.";
+const MELANIE: &str = "Last month I finally enrolled in a ceramics course at the community centre.";
+
+/// Where Caroline's and Melanie's turns rank in the scope `friends`, with the results.
+async fn speaker_ranks(app: &TestApp, query: &str) -> ((Option<usize>, Option<usize>), Vec<Value>) {
+    let results = search(app, &format!("q={query}&scope=friends")).await;
+    let order = (rank_of(&results, CAROLINE), rank_of(&results, MELANIE));
+    (order, results)
+}
+
+#[tokio::test]
+async fn a_query_naming_a_speaker_ranks_what_that_speaker_said_first() {
+    let app = spawn_app().await;
+    for (content, speaker) in [(CAROLINE, "Caroline"), (MELANIE, "Melanie")] {
+        let body = json!({"content": content, "scope": "friends", "speaker": speaker,
+                          "thread": "chat-1", "infer": false});
+        let (status, memory) = save_status(&app, body).await;
+        assert_eq!(status, "created");
+        assert_eq!(memory["speaker"], speaker);
+    }
+    app.save(
+        "The community centre closes at nine.",
+        json!({"scope": "friends", "infer": false}),
+    )
+    .await;
+    let unnamed = q("which pottery class did she sign up for");
+    let named = q("which pottery class did Melanie sign up for");
+    let (order, results) = speaker_ranks(&app, &unnamed).await;
+    assert_eq!(order, (Some(0), Some(1)), "{:?}", contents(&results));
+    let (order, results) = speaker_ranks(&app, &named).await;
+    assert_eq!(order, (Some(1), Some(0)), "{:?}", contents(&results));
+    assert_eq!(results[0]["speaker"], "Melanie");
+
+    // Speakers are stored: the same after the indexes are rebuilt from the database.
+    let app = app.restart().await;
+    let (order, results) = speaker_ranks(&app, &named).await;
+    assert_eq!(order, (Some(1), Some(0)), "{:?}", contents(&results));
+
+    // A new version keeps its predecessor's speaker unless the save names one.
+    let (status, next) = save_status(
+        &app,
+        json!({"content": "I signed up for a pottery class on Monday.", "scope": "friends",
+               "supersedes": results[1]["id"]}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_str(), next["speaker"].as_str()),
+        ("superseded", Some("Caroline"))
+    );
+
+    // A speaker's name is at most 100 characters.
+    let body = json!({"content": "A note.", "speaker": "s".repeat(101)});
+    let response = app.send_json(Method::POST, "/api/memories", &body).await;
+    assert_error(response, 400, "speaker").await;
 }

@@ -75,6 +75,9 @@ pub struct CreateMemory {
     /// chat id. Memories of one thread in a scope are its turns, in the order saved: search
     /// ranks each with its neighbours' context (an answer is found by its question).
     pub thread: Option<String>,
+    /// Who said or wrote it (a chat participant's name, at most 100 characters). A search
+    /// whose query names some of a scope's speakers ranks the others' memories lower.
+    pub speaker: Option<String>,
     /// Optional; when given it must be the key's workspace.
     pub workspace_id: Option<Uuid>,
 }
@@ -182,6 +185,8 @@ pub struct MemoryView {
     pub valid_until: Option<DateTime<Utc>>,
     /// The conversation or session it was saved from, when given.
     pub thread: Option<String>,
+    /// Who said or wrote it, when given.
+    pub speaker: Option<String>,
 }
 
 fn none_if_empty(value: &str) -> Option<String> {
@@ -206,6 +211,7 @@ impl From<&Memory> for MemoryView {
             valid_from: m.valid_from,
             valid_until: m.valid_until,
             thread: none_if_empty(&m.thread),
+            speaker: none_if_empty(&m.speaker),
         }
     }
 }
@@ -226,6 +232,8 @@ pub struct MemoryListItem {
     pub valid_until: Option<DateTime<Utc>>,
     /// The conversation or session it was saved from, when given.
     pub thread: Option<String>,
+    /// Who said or wrote it, when given.
+    pub speaker: Option<String>,
 }
 
 impl From<&Memory> for MemoryListItem {
@@ -242,6 +250,7 @@ impl From<&Memory> for MemoryListItem {
             valid_from: m.valid_from,
             valid_until: m.valid_until,
             thread: none_if_empty(&m.thread),
+            speaker: none_if_empty(&m.speaker),
         }
     }
 }
@@ -480,7 +489,7 @@ impl MemoryService {
         if let Some(permit) = permit {
             permit.finish(result.status == SaveStatus::Created);
         }
-        Ok(CreateOutcome::Saved(result))
+        Ok(CreateOutcome::Saved(Box::new(result)))
     }
 
     /// Validates a save request into a memory to store.
@@ -499,6 +508,7 @@ impl MemoryService {
         let project_given = input.project.is_some();
         let project = project(input.project.as_deref())?;
         let thread = thread(input.thread.as_deref())?;
+        let speaker = speaker(input.speaker.as_deref())?;
         Ok(Draft {
             memory: NewMemory {
                 id: Uuid::now_v7(),
@@ -514,6 +524,7 @@ impl MemoryService {
                 created_at: now(),
                 origin_id: None,
                 thread,
+                speaker,
                 embedding: None,
             },
             lane,
@@ -552,6 +563,9 @@ impl MemoryService {
             }
             if memory.thread.is_empty() {
                 memory.thread = old.thread.clone();
+            }
+            if memory.speaker.is_empty() {
+                memory.speaker = old.speaker.clone();
             }
             return self.supersede(&lane, &old, memory, flush).await;
         }
@@ -841,6 +855,7 @@ impl MemoryService {
                     created_at: now(),
                     origin_id: current.origin_id,
                     thread: current.thread.clone(),
+                    speaker: current.speaker.clone(),
                     embedding: Some(embedded.clone()),
                 };
                 match self.store.supersede(&lane, id, &next).await? {
@@ -1038,8 +1053,9 @@ pub(crate) struct Draft {
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum CreateOutcome {
-    /// 201: saved (created, duplicate or superseded).
-    Saved(SaveResult),
+    /// 201: saved (created, duplicate or superseded). Boxed: a memory view is several times
+    /// the size of a job's answer.
+    Saved(Box<SaveResult>),
     /// 202: a long note accepted as a job.
     Accepted(JobAccepted),
 }

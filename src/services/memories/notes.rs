@@ -42,6 +42,9 @@ struct NoteRequest {
     /// Jobs persisted before threads existed have none.
     #[serde(default)]
     thread: String,
+    /// Jobs persisted before speakers existed have none.
+    #[serde(default)]
+    speaker: String,
 }
 
 /// Answer of a save that went the 202 way.
@@ -93,6 +96,7 @@ impl MemoryService {
             valid_until: draft.memory.valid_until,
             source: draft.memory.source,
             thread: draft.memory.thread,
+            speaker: draft.memory.speaker,
         };
         let at = now();
         let job = JobRecord {
@@ -230,6 +234,7 @@ impl MemoryService {
                     created_at: now(),
                     origin_id: Some(job.id),
                     thread: request.thread.clone(),
+                    speaker: request.speaker.clone(),
                     embedding: None,
                 },
                 lane: lane.clone(),

@@ -42,6 +42,7 @@ struct ImportLine {
     supersedes_id: Option<Uuid>,
     infer: Option<bool>,
     thread: Option<String>,
+    speaker: Option<String>,
 }
 
 /// What an import did.
@@ -151,6 +152,7 @@ impl MemoryService {
                 supersedes: None,
                 infer: parsed.infer,
                 thread: parsed.thread.clone(),
+                speaker: parsed.speaker.clone(),
                 workspace_id: None,
             };
             match self.draft(caller, &input, parsed.source.unwrap_or(Source::Integration)) {

@@ -45,6 +45,7 @@ fn chunk_doc(chunk: &Chunk) -> IndexDoc {
         helpful: 0,
         not_helpful: 0,
         thread: String::new(),
+        speaker: String::new(),
     }
 }
 
@@ -65,6 +66,7 @@ pub fn memory_doc(memory: &VaultMemory) -> IndexDoc {
         helpful: memory.helpful_count,
         not_helpful: memory.not_helpful_count,
         thread: String::new(),
+        speaker: String::new(),
     }
 }
 
