@@ -832,6 +832,7 @@ async fn search_all(
     indexes: Arc<Vec<ConversationIndex>>,
     modes: &[Mode],
     concurrency: usize,
+    keep_rankings: bool,
 ) -> anyhow::Result<SearchReport> {
     let tasks: Arc<Vec<(usize, usize)>> = Arc::new(
         conversations
@@ -904,23 +905,25 @@ async fn search_all(
                                     .entry(question.category)
                                     .or_default()
                                     .add(&recalls);
-                                let ranked: Vec<Vec<&String>> = results
-                                    .iter()
-                                    .map(|id| {
-                                        index.turns_of.get(id).into_iter().flatten().collect()
-                                    })
-                                    .collect();
-                                rankings
-                                    .lock()
-                                    .expect("no panics while locked")
-                                    .push(json!({
-                                        "sample": conversation.sample_id,
-                                        "category": question.category,
-                                        "question": question.text,
-                                        "evidence": question.evidence,
-                                        "mode": mode.name(),
-                                        "ranked": ranked,
-                                    }));
+                                if keep_rankings {
+                                    let ranked: Vec<Vec<&String>> = results
+                                        .iter()
+                                        .map(|id| {
+                                            index.turns_of.get(id).into_iter().flatten().collect()
+                                        })
+                                        .collect();
+                                    rankings
+                                        .lock()
+                                        .expect("no panics while locked")
+                                        .push(json!({
+                                            "sample": conversation.sample_id,
+                                            "category": question.category,
+                                            "question": question.text,
+                                            "evidence": question.evidence,
+                                            "mode": mode.name(),
+                                            "ranked": ranked,
+                                        }));
+                                }
                             }
                             Err(error) => {
                                 report.errors.push(format!(
@@ -1306,6 +1309,7 @@ async fn bench(
         indexes,
         &config.modes,
         config.concurrency,
+        config.rankings_out.is_some(),
     )
     .await?;
     for (mode, report) in &search.modes {

@@ -238,6 +238,9 @@ struct Docs {
     thread_tails: HashMap<String, Slot>,
     /// The lane's speakers by their key ([`speaker_key`]), numbered as indexed.
     speakers: HashMap<String, u32>,
+    /// Live documents of each speaker, by number: a speaker whose memories are all gone is
+    /// named by no query.
+    speaker_live: Vec<usize>,
     /// The most words in any speaker's key: the longest run of query words to look up.
     speaker_words: usize,
 }
@@ -273,6 +276,9 @@ impl Docs {
             }
         }
         entry.speaker = self.speaker(&doc.speaker);
+        if let Some(number) = entry.speaker {
+            self.speaker_live[number as usize] += 1;
+        }
         self.slots.push(entry);
         self.by_id.insert(doc.id, slot);
         slot
@@ -287,7 +293,10 @@ impl Docs {
         }
         let next = self.speakers.len() as u32;
         let words = key.split(' ').count();
-        let number = *self.speakers.entry(key).or_insert(next);
+        let number = *self.speakers.entry(key).or_insert_with(|| {
+            self.speaker_live.push(0);
+            next
+        });
         self.speaker_words = self.speaker_words.max(words.min(MAX_SPEAKER_WORDS));
         Some(number)
     }
@@ -303,11 +312,25 @@ impl Docs {
         for start in 0..words.len() {
             for end in start + 1..=(start + self.speaker_words).min(words.len()) {
                 if let Some(&number) = self.speakers.get(&words[start..end].join(" ")) {
-                    named.insert(number);
+                    if self.speaker_live[number as usize] > 0 {
+                        named.insert(number);
+                    }
                 }
             }
         }
         named
+    }
+
+    /// Marks a slot dead (deleted, superseded, replaced); its thread links stay for walks.
+    fn retire(&mut self, slot: Slot) {
+        let doc = &mut self.slots[slot as usize];
+        if !doc.alive {
+            return;
+        }
+        doc.alive = false;
+        if let Some(number) = doc.speaker {
+            self.speaker_live[number as usize] -= 1;
+        }
     }
 
     /// Whether any document of the lane belongs to a thread.
@@ -521,7 +544,7 @@ impl SearchEngine {
             let slot = {
                 let mut docs = lane.docs_mut();
                 if let Some(old) = docs.by_id.get(&doc.id).copied() {
-                    docs.slots[old as usize].alive = false;
+                    docs.retire(old);
                     lane.vectors_mut().remove(old);
                     self.text.delete(lane.key(old))?;
                 }
@@ -560,7 +583,7 @@ impl SearchEngine {
                 let Some(slot) = docs.by_id.remove(id) else {
                     continue;
                 };
-                docs.slots[slot as usize].alive = false;
+                docs.retire(slot);
                 slot
             };
             index.vectors_mut().remove(slot);
@@ -590,7 +613,7 @@ impl SearchEngine {
                 return;
             }
             docs.by_id.remove(&memory.id);
-            docs.slots[slot as usize].alive = false;
+            docs.retire(slot);
             slot
         };
         index.vectors_mut().remove(slot);
@@ -1271,11 +1294,22 @@ mod tests {
     fn speaker_keys_ignore_case_punctuation_and_possessives() {
         assert_eq!(speaker_key("  Dr. Ada  Lovelace "), "dr ada lovelace");
         assert_eq!(speaker_key("..."), "");
+        let lane = Lane {
+            workspace_id: Uuid::nil(),
+            scope: String::new(),
+        };
         let mut docs = Docs::default();
-        let ada = docs.speaker("Dr. Ada Lovelace").unwrap();
-        let bob = docs.speaker("Bob").unwrap();
-        assert_eq!(docs.speaker("BOB"), Some(bob));
-        assert_eq!(docs.speaker("?"), None);
+        let mut said = |speaker: &str| {
+            let slot = docs.push(&IndexDoc {
+                speaker: speaker.to_string(),
+                ..test_doc(&lane, Uuid::new_v4(), "text", "")
+            });
+            docs.slots[slot as usize].speaker
+        };
+        let ada = said("Dr. Ada Lovelace").unwrap();
+        let bob = said("Bob").unwrap();
+        assert_eq!(said("BOB"), Some(bob));
+        assert_eq!(said("?"), None);
         let named = |text: &str| {
             let mut found: Vec<u32> = docs.named_speakers(text).into_iter().collect();
             found.sort_unstable();
@@ -1336,6 +1370,12 @@ mod tests {
         assert_eq!(
             order("pottery class of caroline and melanie"),
             vec![caroline, nobody, melanie]
+        );
+        // A speaker whose memories are all gone is named by no query.
+        engine.remove(&lane, &[melanie]).unwrap();
+        assert_eq!(
+            order("when is Melanie's pottery class"),
+            vec![caroline, nobody]
         );
     }
 

@@ -850,9 +850,9 @@ async fn a_thread_ranks_an_answer_with_its_question() {
     assert_error(response, 400, "thread").await;
 }
 
-// Caroline's turn shares more words with the question than Melanie's does.
-const CAROLINE: &str = "I signed up for a pottery class yesterday.";
-const MELANIE: &str = "Last month I finally enrolled in a ceramics course at the community centre.";
+// Caroline's turn says the same as Melanie's in fewer words: it matches the question better.
+const CAROLINE: &str = "I signed up for a pottery class.";
+const MELANIE: &str = "I signed up for a pottery class at the community centre last week.";
 
 /// Where Caroline's and Melanie's turns rank in the scope `friends`, with the results.
 async fn speaker_ranks(app: &TestApp, query: &str) -> ((Option<usize>, Option<usize>), Vec<Value>) {
@@ -866,7 +866,7 @@ async fn a_query_naming_a_speaker_ranks_what_that_speaker_said_first() {
     let app = spawn_app().await;
     for (content, speaker) in [(CAROLINE, "Caroline"), (MELANIE, "Melanie")] {
         let body = json!({"content": content, "scope": "friends", "speaker": speaker,
-                          "thread": "chat-1", "infer": false});
+                          "infer": false});
         let (status, memory) = save_status(&app, body).await;
         assert_eq!(status, "created");
         assert_eq!(memory["speaker"], speaker);
@@ -900,6 +900,16 @@ async fn a_query_naming_a_speaker_ranks_what_that_speaker_said_first() {
         (status.as_str(), next["speaker"].as_str()),
         ("superseded", Some("Caroline"))
     );
+
+    // "I" is someone else when the speaker differs: no fact update across speakers, one within.
+    let said = |content: &str, speaker: &str| json!({"content": content, "scope": "home", "speaker": speaker});
+    let (status, berlin) = save_status(&app, said("I live in Berlin.", "Caroline")).await;
+    assert_eq!(status, "created");
+    let (status, _) = save_status(&app, said("I live in Paris.", "Melanie")).await;
+    assert_eq!(status, "created");
+    let (status, munich) = save_status(&app, said("I live in Munich.", "caroline")).await;
+    assert_eq!(status, "superseded");
+    assert_eq!(munich["supersedesId"], berlin["id"]);
 
     // A speaker's name is at most 100 characters.
     let body = json!({"content": "A note.", "speaker": "s".repeat(101)});

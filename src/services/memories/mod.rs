@@ -610,7 +610,10 @@ impl MemoryService {
             let Some(old) = self.store.memory(&lane, neighbour.id).await? else {
                 continue;
             };
-            if !old.is_current || old.project != memory.project {
+            if !old.is_current
+                || old.project != memory.project
+                || !same_voice(&old.speaker, &memory.speaker)
+            {
                 continue;
             }
             let judgement = self.judge.judge(&old.content, &memory.content).await;
@@ -638,6 +641,7 @@ impl MemoryService {
                 if let Some(existing) = self.store.memory(&lane, top.id).await? {
                     if existing.is_current
                         && !existing.is_expired(memory.created_at)
+                        && same_voice(&existing.speaker, &memory.speaker)
                         && specifics(&existing.content) == specifics(&memory.content)
                     {
                         return Ok(saved(&existing, SaveStatus::Duplicate));
@@ -1058,6 +1062,13 @@ pub enum CreateOutcome {
     Saved(Box<SaveResult>),
     /// 202: a long note accepted as a job.
     Accepted(JobAccepted),
+}
+
+/// Whether two memories may be one fact (a near-duplicate, or an update of the other): not when
+/// both name a speaker and the speakers differ ("I live in Paris" said by two people is two
+/// facts). Names compare without regard to case.
+fn same_voice(a: &str, b: &str) -> bool {
+    a.is_empty() || b.is_empty() || a.to_lowercase() == b.to_lowercase()
 }
 
 fn inferred_category(content: &str) -> Category {
