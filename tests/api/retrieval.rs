@@ -910,6 +910,22 @@ async fn a_query_naming_a_speaker_ranks_what_that_speaker_said_first() {
     let (status, munich) = save_status(&app, said("I live in Munich.", "caroline")).await;
     assert_eq!(status, "superseded");
     assert_eq!(munich["supersedesId"], berlin["id"]);
+    // New content by PATCH: a new version by the same speaker.
+    let id = munich["id"].as_str().unwrap();
+    let body = json!({"content": "I live in Munich, near the river."});
+    let response = app
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{id}?scope=home"),
+            &body,
+        )
+        .await;
+    let (status, edited) = json_of(response).await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(
+        (edited["version"].as_i64(), edited["speaker"].as_str()),
+        (Some(3), Some("caroline"))
+    );
 
     // A speaker's name is at most 100 characters.
     let body = json!({"content": "A note.", "speaker": "s".repeat(101)});
