@@ -259,8 +259,9 @@ fn words_of(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 /// How a speaker's name is matched: its lowercase words joined by single spaces, so
-/// "Dr. Ada Lovelace" is named by "what did dr ada lovelace say" and "Ada's" names "Ada".
-fn speaker_key(name: &str) -> String {
+/// "Dr. Ada Lovelace" is named by "what did dr ada lovelace say" and "Ada's" names "Ada". Two
+/// names with one key are one speaker.
+pub fn speaker_key(name: &str) -> String {
     words_of(name).collect::<Vec<_>>().join(" ")
 }
 

@@ -20,7 +20,7 @@ use crate::model::{
     content_hash, normalize, now, to_micros, Category, Embedded, FieldPatch, Lane, ListFilter,
     Memory, NewMemory, Rating, Source,
 };
-use crate::search::{Filter, SearchEngine, SearchError};
+use crate::search::{speaker_key, Filter, SearchEngine, SearchError};
 use crate::services::validate::*;
 use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::{FeedbackRecord, Store, Superseded};
@@ -1066,9 +1066,10 @@ pub enum CreateOutcome {
 
 /// Whether two memories may be one fact (a near-duplicate, or an update of the other): not when
 /// both name a speaker and the speakers differ ("I live in Paris" said by two people is two
-/// facts). Names compare without regard to case.
+/// facts). Names compare as search matches them (`speaker_key`: case and punctuation aside).
 fn same_voice(a: &str, b: &str) -> bool {
-    a.is_empty() || b.is_empty() || a.to_lowercase() == b.to_lowercase()
+    let (a, b) = (speaker_key(a), speaker_key(b));
+    a.is_empty() || b.is_empty() || a == b
 }
 
 fn inferred_category(content: &str) -> Category {
