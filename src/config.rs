@@ -98,6 +98,11 @@ pub struct Settings {
     /// How far a chunk's vector similarity moves toward that of its best-matching cited fact
     /// (each fact is embedded alone), 0 to 1; 0 ranks chunks by their own vectors only.
     pub vault_search_fact_weight: f32,
+    /// Embed each vault chunk piece by piece as well as whole (passages of about 128
+    /// wordpieces, the length the model was trained on): a chunk's vector similarity is then the
+    /// best of its own and its pieces'. Off halves the model's work in the embed phase, at some
+    /// cost in ranking (docs/BENCHMARKS.md). Documents ingested while off stay read whole.
+    pub vault_chunk_pieces: bool,
     /// Query vectors kept in the cache.
     pub query_cache_entries: u64,
     /// Lines of each part of a profile.
@@ -213,9 +218,12 @@ impl Default for Settings {
             search_fusion: Fusion::Score,
             search_semantic_weight: 0.7,
             vault_search_fusion: Fusion::Score,
-            vault_search_semantic_weight: 0.7,
-            // Chosen on SciFact (docs/BENCHMARKS.md): nDCG@10 0.746 against 0.740 at 0.
-            vault_search_fact_weight: 0.5,
+            // The three below were chosen together on SciFact's train queries
+            // (docs/BENCHMARKS.md, "Chunks read in pieces"): with chunks read in pieces, vector
+            // similarity carries more of the ranking and the facts' lift less.
+            vault_search_semantic_weight: 0.75,
+            vault_search_fact_weight: 0.3,
+            vault_chunk_pieces: true,
             query_cache_entries: 10_000,
             profile_lines: 50,
             max_upload_bytes: 25 * 1024 * 1024,

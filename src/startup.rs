@@ -247,6 +247,7 @@ impl Application {
             fusion: settings.vault_search_fusion,
             semantic_weight: settings.vault_search_semantic_weight,
             fact_weight: settings.vault_search_fact_weight,
+            chunk_pieces: settings.vault_chunk_pieces,
             extractor: match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
                 Some(url) => Arc::new(LlmExtractor {
                     chat: ChatClient::new(url, &settings.llm_model, settings.llm_key.clone())?,

@@ -243,6 +243,9 @@ struct Docs {
     speaker_live: Vec<usize>,
     /// The most words in any speaker's key: the longest run of query words to look up.
     speaker_words: usize,
+    /// The vectors of documents read in pieces as well as whole (vault chunks), one after the
+    /// other, by slot; dropped when the slot is retired.
+    pieces: HashMap<Slot, Vec<f32>>,
 }
 
 /// Dead slots (deleted, superseded) a thread walk steps over before it gives up.
@@ -332,6 +335,16 @@ impl Docs {
         if let Some(number) = doc.speaker {
             self.speaker_live[number as usize] -= 1;
         }
+        self.pieces.remove(&slot);
+    }
+
+    /// The best cosine between `query` and any piece of `slot`, when it has pieces.
+    fn best_piece(&self, slot: Slot, query: &[f32]) -> Option<f32> {
+        let pieces = self.pieces.get(&slot)?;
+        pieces
+            .chunks_exact(query.len().max(1))
+            .map(|piece| cosine(query, piece))
+            .reduce(f32::max)
     }
 
     /// Whether any document of the lane belongs to a thread.
@@ -539,8 +552,29 @@ impl SearchEngine {
         &self,
         items: impl IntoIterator<Item = (IndexDoc, Option<Vec<f32>>)>,
     ) -> Result<Vec<Arc<LaneIndex>>, SearchError> {
+        self.stage_in_pieces(
+            items
+                .into_iter()
+                .map(|(doc, vector)| (doc, vector, Vec::new())),
+        )
+    }
+
+    /// [`SearchEngine::stage_docs`] for documents that are also read in pieces (vault chunks):
+    /// each comes with its pieces' vectors (maybe none), and its vector similarity to a query
+    /// is the best of its own and its pieces' (see [`with_pieces`]). Pieces of the wrong
+    /// length are an error, as a wrong vector is.
+    pub fn stage_in_pieces(
+        &self,
+        items: impl IntoIterator<Item = (IndexDoc, Option<Vec<f32>>, Vec<Vec<f32>>)>,
+    ) -> Result<Vec<Arc<LaneIndex>>, SearchError> {
         let mut grown: Vec<Arc<LaneIndex>> = Vec::new();
-        for (doc, vector) in items {
+        for (doc, vector, pieces) in items {
+            if let Some(piece) = pieces.iter().find(|p| p.len() != self.dims) {
+                return Err(SearchError::Vector(vectors::VectorError::Dimensions {
+                    expected: self.dims,
+                    got: piece.len(),
+                }));
+            }
             let lane = self.lane_or_create(&doc.lane);
             let slot = {
                 let mut docs = lane.docs_mut();
@@ -549,7 +583,11 @@ impl SearchEngine {
                     lane.vectors_mut().remove(old);
                     self.text.delete(lane.key(old))?;
                 }
-                docs.push(&doc)
+                let slot = docs.push(&doc);
+                if !pieces.is_empty() {
+                    docs.pieces.insert(slot, pieces.concat());
+                }
+                slot
             };
             if let Some(vector) = vector {
                 lane.vectors_mut().insert(slot, vector)?;
@@ -720,15 +758,20 @@ impl SearchEngine {
                 p.best.get(&id).copied()
             })
         };
-        let lifted = |slot: Slot, own: f32| match parts {
-            Some(p) => lift(own, part_of(slot), p.weight),
-            None => own,
+        // A document's vector similarity: its own vector's cosine, read with its pieces', then
+        // lifted toward its best part's.
+        let read = |slot: Slot, v: &[f32], own: f32| {
+            let whole = with_pieces(own, docs.best_piece(slot, v));
+            match parts {
+                Some(p) => lift(whole, part_of(slot), p.weight),
+                None => whole,
+            }
         };
         let semantic: Vec<(Slot, f32)> = match vector {
             Some(v) => {
                 let mut found = vectors.search(v, pool, &accept);
                 if let Some(p) = parts {
-                    // Documents a part found join the candidates; then the lifted order.
+                    // Documents a part found join the candidates.
                     for id in p.best.keys() {
                         let Some(&slot) = docs.by_id.get(id) else {
                             continue;
@@ -740,8 +783,11 @@ impl SearchEngine {
                             found.push((slot, cosine(v, stored)));
                         }
                     }
+                }
+                if parts.is_some() || !docs.pieces.is_empty() {
+                    // The candidates in the order of their similarity read with pieces and parts.
                     for (slot, similarity) in found.iter_mut() {
-                        *similarity = lifted(*slot, *similarity);
+                        *similarity = read(*slot, v, *similarity);
                     }
                     found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                     found.truncate(pool);
@@ -771,7 +817,7 @@ impl SearchEngine {
         let fused = fuse(&keyword, &semantic, &extra, query, |slot| {
             let v = vector?;
             let own = vectors.get(slot)?;
-            let similarity = lifted(slot, cosine(v, own));
+            let similarity = read(slot, v, cosine(v, own));
             if !threaded {
                 return Some(similarity);
             }
@@ -808,6 +854,13 @@ impl SearchEngine {
             })
             .collect())
     }
+}
+
+/// A document's vector similarity read with its pieces': the best of its own (`own`) and its
+/// best piece's. A passage of the length the model was trained on is read more sharply than the
+/// whole chunk around it, and a chunk never loses by having pieces.
+fn with_pieces(own: f32, best_piece: Option<f32>) -> f32 {
+    best_piece.map_or(own, |piece| piece.max(own))
 }
 
 /// The vector similarity of a document read in its thread: the cosine between the query and
@@ -1209,6 +1262,94 @@ mod tests {
             )
             .unwrap();
         assert_eq!(order(ignored)[0], ids[0]);
+    }
+
+    #[test]
+    fn a_document_is_read_at_the_best_of_its_own_vector_and_its_pieces() {
+        assert_eq!(with_pieces(0.4, None), 0.4);
+        assert_eq!(with_pieces(0.4, Some(0.7)), 0.7);
+        assert_eq!(
+            with_pieces(0.4, Some(0.1)),
+            0.4,
+            "pieces never lower a document"
+        );
+
+        let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+        let lane = Lane {
+            workspace_id: Uuid::nil(),
+            scope: String::new(),
+        };
+        // The first document is nearer the query as a whole; one piece of the second is the
+        // query itself.
+        let (near, pieced) = (Uuid::new_v4(), Uuid::new_v4());
+        engine
+            .stage_in_pieces([
+                (
+                    test_doc(&lane, near, "passage", ""),
+                    Some(unit_vector(0.3)),
+                    vec![unit_vector(0.5)],
+                ),
+                (
+                    test_doc(&lane, pieced, "passage", ""),
+                    Some(unit_vector(0.9)),
+                    vec![unit_vector(1.5), unit_vector(0.0)],
+                ),
+            ])
+            .unwrap();
+        let query_vector = unit_vector(0.0);
+        let query = Query {
+            text: "passage",
+            vector: Some(&query_vector),
+            mode: Mode::Semantic,
+            fusion: Fusion::Score,
+            semantic_weight: 0.7,
+            filter: Filter {
+                now_micros: 1_000 * 86_400_000_000,
+                ..Filter::default()
+            },
+            limit: 2,
+            parts: None,
+        };
+        let hits = engine.search(&lane, &query).unwrap();
+        assert_eq!(hits[0].id, pieced, "{hits:?}");
+        assert!((hits[0].score - 1.0).abs() < 1e-3, "{hits:?}");
+        assert!((hits[1].score - 0.3_f32.cos()).abs() < 1e-3, "{hits:?}");
+        // The hybrid ranking reads the same similarity (both match the keyword alike).
+        let hybrid = engine
+            .search(
+                &lane,
+                &Query {
+                    mode: Mode::Hybrid,
+                    ..query.clone()
+                },
+            )
+            .unwrap();
+        assert_eq!(hybrid[0].id, pieced, "{hybrid:?}");
+
+        // Re-staged without pieces, the document is read whole again: its pieces went with the
+        // old slot.
+        engine
+            .stage_in_pieces([(
+                test_doc(&lane, pieced, "passage", ""),
+                Some(unit_vector(0.9)),
+                Vec::new(),
+            )])
+            .unwrap();
+        let hits = engine.search(&lane, &query).unwrap();
+        assert_eq!(hits[0].id, near, "{hits:?}");
+        let index = engine.lane(&lane).unwrap();
+        assert_eq!(index.docs().pieces.len(), 1, "only the first document's");
+        engine.remove(&lane, &[near]).unwrap();
+        assert!(index.docs().pieces.is_empty());
+
+        // A piece of the wrong length is refused, and nothing is staged.
+        let wrong = engine.stage_in_pieces([(
+            test_doc(&lane, Uuid::new_v4(), "passage", ""),
+            Some(unit_vector(0.2)),
+            vec![vec![1.0, 0.0]],
+        )]);
+        assert!(wrong.is_err());
+        assert_eq!(engine.lane_len(&lane), 1);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 
 use async_trait::async_trait;
 use memvault_pipelines::model::{ChunkDraft, Section};
-use memvault_pipelines::pipeline::{EmbeddedFact, Phase, Progress, StatusChange, StoredChunk};
+use memvault_pipelines::pipeline::{
+    ChunkVectors, EmbeddedFact, Phase, Progress, StatusChange, StoredChunk,
+};
 use uuid::Uuid;
 
 use super::StoreResult;
@@ -30,11 +32,13 @@ pub struct IndexedVaultMemory {
     pub vector: Option<Vec<f32>>,
 }
 
-/// A chunk with its vector, as the search index needs it.
+/// A chunk with its vectors, as the search index needs it.
 #[derive(Debug, Clone)]
 pub struct IndexedChunk {
     pub chunk: Chunk,
     pub vector: Option<Vec<f32>>,
+    /// Its pieces' vectors (none when it is read whole only).
+    pub pieces: Vec<Vec<f32>>,
 }
 
 /// A new curated (`company`) fact.
@@ -124,7 +128,7 @@ pub trait VaultStore: Send + Sync + 'static {
         &self,
         id: Uuid,
         model: &str,
-        vectors: &[(Uuid, Vec<f32>)],
+        vectors: &[ChunkVectors],
     ) -> StoreResult<Vec<IndexedChunk>>;
     /// Chunks not extracted yet, in index order.
     async fn chunks_not_extracted(&self, id: Uuid) -> StoreResult<Vec<StoredChunk>>;

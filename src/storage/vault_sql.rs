@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use memvault_pipelines::model::{ChunkDraft, Section, SourceKind};
-use memvault_pipelines::pipeline::{EmbeddedFact, Phase, Progress, StatusChange, StoredChunk};
+use memvault_pipelines::pipeline::{
+    ChunkVectors, EmbeddedFact, Phase, Progress, StatusChange, StoredChunk,
+};
 use sqlx::{FromRow, QueryBuilder};
 use uuid::Uuid;
 
@@ -242,13 +244,25 @@ struct IndexedChunkRow {
     #[sqlx(flatten)]
     chunk: ChunkRow,
     vector: Option<Vec<u8>>,
+    piece_vectors: Option<Vec<u8>>,
 }
 
 impl From<IndexedChunkRow> for IndexedChunk {
     fn from(row: IndexedChunkRow) -> Self {
+        let vector = row.vector.map(|bytes| embedding::from_bytes(&bytes));
+        // Pieces are stored one after the other, each as long as the chunk's own vector.
+        let dims = vector.as_ref().map_or(0, Vec::len);
+        let pieces = match row.piece_vectors {
+            Some(bytes) if dims > 0 => embedding::from_bytes(&bytes)
+                .chunks_exact(dims)
+                .map(<[f32]>::to_vec)
+                .collect(),
+            _ => Vec::new(),
+        };
         IndexedChunk {
             chunk: Chunk::from(row.chunk),
-            vector: row.vector.map(|bytes| embedding::from_bytes(&bytes)),
+            vector,
+            pieces,
         }
     }
 }
@@ -940,19 +954,23 @@ macro_rules! vault_sql {
                 &self,
                 id: Uuid,
                 model: &str,
-                vectors: &[(Uuid, Vec<f32>)],
+                vectors: &[ChunkVectors],
             ) -> StoreResult<Vec<IndexedChunk>> {
                 if vectors.is_empty() {
                     return Ok(Vec::new());
                 }
                 let mut tx = self.writer.begin().await?;
-                for (chunk_id, vector) in vectors {
+                for chunk in vectors {
+                    let pieces = (!chunk.pieces.is_empty())
+                        .then(|| embedding::to_bytes(&chunk.pieces.concat()));
                     sqlx::query(
-                        "UPDATE vault_chunks SET model = $1, vector = $2 WHERE id = $3 AND document_id = $4",
+                        "UPDATE vault_chunks SET model = $1, vector = $2, piece_vectors = $3 \
+                         WHERE id = $4 AND document_id = $5",
                     )
                     .bind(model)
-                    .bind(embedding::to_bytes(vector))
-                    .bind(*chunk_id)
+                    .bind(embedding::to_bytes(&chunk.vector))
+                    .bind(pieces)
+                    .bind(chunk.chunk)
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
@@ -962,14 +980,14 @@ macro_rules! vault_sql {
                     let mut qb = QueryBuilder::<$db>::new(concat!(
                         "SELECT ",
                         chunk_columns!(),
-                        ", c.vector FROM vault_chunks c JOIN vault_documents d ON d.id = c.document_id \
+                        ", c.vector, c.piece_vectors FROM vault_chunks c JOIN vault_documents d ON d.id = c.document_id \
                          WHERE c.document_id = "
                     ));
                     qb.push_bind(id);
                     qb.push(" AND c.id IN (");
                     let mut list = qb.separated(", ");
-                    for (chunk_id, _) in batch {
-                        list.push_bind(*chunk_id);
+                    for chunk in batch {
+                        list.push_bind(chunk.chunk);
                     }
                     qb.push(")");
                     rows.extend(qb.build_query_as::<IndexedChunkRow>().fetch_all(&mut *tx).await?);
@@ -1468,7 +1486,7 @@ macro_rules! vault_sql {
                 const SELECT: &str = concat!(
                     "SELECT ",
                     chunk_columns!(),
-                    ", c.vector FROM vault_chunks c JOIN vault_documents d ON d.id = c.document_id \
+                    ", c.vector, c.piece_vectors FROM vault_chunks c JOIN vault_documents d ON d.id = c.document_id \
                      WHERE c.vector IS NOT NULL"
                 );
                 let rows: Vec<IndexedChunkRow> = match after {

@@ -80,6 +80,39 @@ impl Default for ChunkConfig {
     }
 }
 
+impl ChunkConfig {
+    /// The pieces a chunk is also embedded as (see [`chunk_pieces`]): 128 / 192 / 24.
+    /// all-MiniLM-L6-v2 was trained on inputs of at most 128 wordpieces and ranks passages of
+    /// that length better than whole 256-token chunks (measured on SciFact:
+    /// `docs/BENCHMARKS.md`).
+    pub const PIECES: ChunkConfig = ChunkConfig {
+        target_tokens: 128,
+        max_tokens: 192,
+        overlap_tokens: 24,
+    };
+}
+
+/// The shorter passages a chunk is also embedded as: its content cut again by the same rules
+/// with `config` (sentences kept whole, overlap in prose), each as its contextual content
+/// (`"{title}\n{section_path}\n\n{piece}"`). None when the content makes a single piece: the
+/// chunk's own vector reads it all.
+pub fn chunk_pieces(
+    title: &str,
+    section_path: &str,
+    content: &str,
+    config: &ChunkConfig,
+) -> Vec<String> {
+    let section = Section {
+        path: section_path.to_string(),
+        text: content.to_string(),
+    };
+    let pieces = chunk_sections(title, std::slice::from_ref(&section), config);
+    if pieces.len() < 2 {
+        return Vec::new();
+    }
+    pieces.into_iter().map(|p| p.contextual_content).collect()
+}
+
 /// An estimate of the number of wordpiece tokens (BERT / MiniLM tokenizer) in `text`, without
 /// running a tokenizer.
 ///
@@ -554,6 +587,34 @@ fn pack(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_longer_than_a_piece_is_cut_again_into_contextual_pieces() {
+        let sentence = |n: usize| format!("Sentence {n} says something plain about the topic. ");
+        let content: String = (0..20)
+            .map(sentence)
+            .collect::<String>()
+            .trim_end()
+            .to_string();
+        assert!(estimate_tokens(&content) > ChunkConfig::PIECES.target_tokens);
+        let pieces = chunk_pieces("Title", "Part > Section", &content, &ChunkConfig::PIECES);
+        assert!(pieces.len() >= 2, "{pieces:?}");
+        for piece in &pieces {
+            let body = piece
+                .strip_prefix("Title\nPart > Section\n\n")
+                .expect("each piece carries the title and section path");
+            assert!(
+                content.contains(body),
+                "a piece is a slice of the chunk: {body}"
+            );
+            assert!(estimate_tokens(body) <= ChunkConfig::PIECES.max_tokens);
+            assert!(body.ends_with('.'), "pieces end between sentences: {body}");
+        }
+        assert!(pieces[0].contains("Sentence 0 "));
+        assert!(pieces.last().unwrap().contains("Sentence 19 "));
+        // A chunk that fits in one piece is read whole only.
+        assert!(chunk_pieces("Title", "", "One short sentence.", &ChunkConfig::PIECES).is_empty());
+    }
     use crate::text::atomize::sentence_spans;
 
     fn section(path: &str, text: &str) -> Section {

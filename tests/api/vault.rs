@@ -405,6 +405,44 @@ async fn a_chunk_ranks_by_its_best_cited_fact_when_the_fact_weight_says_so() {
     assert!(own < chunk - 0.05, "plain {own}, lifted {chunk}");
 }
 
+/// One passage of about 250 tokens: two sentences on where Acme's head office is, at its start,
+/// then routine about the building.
+const LONG_PASSAGE: &str = "Acme Corporation keeps its head office in Geneva. \
+    The head office moved there from Lyon in 2015. \
+    The staff canteen serves vegetarian lunches on Mondays and fish on Fridays. \
+    Visitors park on the north side of the building and sign in at reception. \
+    The choir rehearses in the basement every Thursday evening. \
+    Printer paper is ordered by the facilities team at the end of each month. \
+    The lifts are serviced twice a year by an outside contractor. \
+    Bicycles may be left in the covered racks behind the loading bay. \
+    The library on the third floor lends novels and travel guides for two weeks. \
+    Fire drills take place each spring and autumn without warning. \
+    The rooftop garden is tended by volunteers from every department. \
+    Lost property is kept at the front desk for one month. \
+    Meeting rooms are booked through the shared calendar, an hour at most. \
+    The coffee machines are descaled every Friday afternoon.";
+
+#[tokio::test]
+async fn a_long_chunk_is_read_at_its_best_piece_when_pieces_are_on() {
+    let q = "q=where%20is%20the%20head%20office%20of%20acme&ranking=semantic&limit=1";
+    let relevance = |found: &Value| found["chunks"][0]["relevance"].as_f64().unwrap();
+    let mut seen = Vec::new();
+    for pieces in [true, false] {
+        let app = spawn_app_with(|s| {
+            s.vault_chunk_pieces = pieces;
+            s.vault_search_fact_weight = 0.0;
+        })
+        .await;
+        let id = add_text(&app, "Building notes", LONG_PASSAGE, json!({})).await;
+        let document = completed(&app, &id).await;
+        assert_eq!(document["chunkCount"], 1, "{document}");
+        seen.push(relevance(&search(&app, q).await));
+    }
+    let (pieced, whole) = (seen[0], seen[1]);
+    // The piece that holds the two sentences is read without the rest of the building.
+    assert!(pieced > whole + 0.05, "with pieces {pieced}, whole {whole}");
+}
+
 #[tokio::test]
 async fn keyword_search_does_not_embed_the_query() {
     // A model that can no longer embed: keyword ranking must not need it.

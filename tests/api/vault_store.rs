@@ -14,7 +14,9 @@ use memvault::model::{
 use memvault::storage::vault::NewCompanyFact;
 use memvault::storage::{connect, Store};
 use memvault_pipelines::model::{ChunkDraft, FactDraft, Section};
-use memvault_pipelines::pipeline::{EmbeddedFact, Progress, StatusChange, StoredChunk};
+use memvault_pipelines::pipeline::{
+    ChunkVectors, EmbeddedFact, Progress, StatusChange, StoredChunk,
+};
 use uuid::Uuid;
 
 use crate::helpers::{fresh_database, test_settings, TestDb};
@@ -640,8 +642,12 @@ async fn chunk_vectors_are_stored_once() {
     let (id, chunks) = env.chunked("vectors", 3).await;
     let (other, other_chunks) = env.chunked("elsewhere", 1).await;
     let vectors = vec![
-        (chunks[0].id, vec![1.0, 2.0]),
-        (chunks[2].id, vec![3.0, 4.0]),
+        vectors_of(chunks[0].id, vec![1.0, 2.0], vec![]),
+        vectors_of(
+            chunks[2].id,
+            vec![3.0, 4.0],
+            vec![vec![0.5, 0.25], vec![-1.0, 2.5]],
+        ),
     ];
     let indexed = env
         .store
@@ -651,7 +657,13 @@ async fn chunk_vectors_are_stored_once() {
     assert_eq!(indexed.len(), 2);
     assert_eq!(indexed[0].chunk.id, chunks[0].id);
     assert_eq!(indexed[0].vector.as_deref(), Some(&[1.0, 2.0][..]));
+    assert!(indexed[0].pieces.is_empty());
     assert_eq!(indexed[1].chunk.title, "vectors");
+    assert_eq!(
+        indexed[1].pieces,
+        vec![vec![0.5, 0.25], vec![-1.0, 2.5]],
+        "pieces come back in order, each as long as the chunk's vector"
+    );
     let left = env.store.chunks_without_vectors(id).await.unwrap();
     assert_eq!(
         left.iter().map(|c| c.id).collect::<Vec<_>>(),
@@ -660,7 +672,11 @@ async fn chunk_vectors_are_stored_once() {
     // A chunk of another document is not touched through this one.
     let stray = env
         .store
-        .put_chunk_vectors(id, "m", &[(other_chunks[0].id, vec![9.0])])
+        .put_chunk_vectors(
+            id,
+            "m",
+            &[vectors_of(other_chunks[0].id, vec![9.0], vec![])],
+        )
         .await
         .unwrap();
     assert!(stray.is_empty());
@@ -669,7 +685,7 @@ async fn chunk_vectors_are_stored_once() {
         1
     );
     env.store
-        .put_chunk_vectors(id, "m", &[(chunks[1].id, vec![5.0, 6.0])])
+        .put_chunk_vectors(id, "m", &[vectors_of(chunks[1].id, vec![5.0, 6.0], vec![])])
         .await
         .unwrap();
     assert!(env
@@ -683,6 +699,16 @@ async fn chunk_vectors_are_stored_once() {
     assert!(page
         .iter()
         .all(|c| c.chunk.document_id == id && c.vector.is_some()));
+    let paged = page.iter().find(|c| c.chunk.id == chunks[2].id).unwrap();
+    assert_eq!(paged.pieces, vec![vec![0.5, 0.25], vec![-1.0, 2.5]]);
+}
+
+fn vectors_of(chunk: Uuid, vector: Vec<f32>, pieces: Vec<Vec<f32>>) -> ChunkVectors {
+    ChunkVectors {
+        chunk,
+        vector,
+        pieces,
+    }
 }
 
 #[tokio::test]
@@ -1089,9 +1115,9 @@ async fn index_pages_cover_everything_once() {
     let mut chunk_ids = HashSet::new();
     for title in ["one", "two", "three"] {
         let (id, chunks) = env.chunked(title, 3).await;
-        let vectors: Vec<(Uuid, Vec<f32>)> = chunks
+        let vectors: Vec<ChunkVectors> = chunks
             .iter()
-            .map(|c| (c.id, vec![c.index as f32]))
+            .map(|c| vectors_of(c.id, vec![c.index as f32], vec![]))
             .collect();
         env.store
             .put_chunk_vectors(id, "m", &vectors)

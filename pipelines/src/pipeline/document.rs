@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 use super::progress::{persist_due, ProgressCell};
 use super::{
-    merge_ocr, DocumentTask, EmbeddedFact, Engines, Fault, Phase, PhaseError, PhaseSlots,
-    PipelineConfig, Progress, StoreError,
+    merge_ocr, ChunkVectors, DocumentTask, EmbeddedFact, Engines, Fault, Phase, PhaseError,
+    PhaseSlots, PipelineConfig, Progress, StoreError,
 };
 use crate::model::Parsed;
 use crate::parse::{self, ParseError};
@@ -169,7 +169,7 @@ impl DocumentState {
                 Phase::Parse => parsed = Some(self.parse(&task).await?),
                 Phase::Ocr => self.ocr(&task, parsed.take()).await?,
                 Phase::Chunk => self.chunk(&task).await?,
-                Phase::Embed => self.embed().await?,
+                Phase::Embed => self.embed(&task).await?,
                 Phase::Extract => self.extract(&task).await?,
             }
         }
@@ -260,14 +260,25 @@ impl DocumentState {
         self.record(Phase::Chunk, total, total).await
     }
 
-    async fn embed(&mut self) -> Result<(), PhaseError> {
+    async fn embed(&mut self, task: &DocumentTask) -> Result<(), PhaseError> {
         let store = self.args.engines.store.clone();
         let chunks = store.chunks_to_embed(self.args.id).await?;
         let total = chunks.len() as u32;
         let mut done = 0u32;
         for batch in chunks.chunks(self.args.config.embed_batch.max(1)) {
             self.record(Phase::Embed, done, total).await?;
-            let texts = batch.iter().map(|c| c.contextual_content.clone()).collect();
+            // A chunk is embedded whole and, when it is longer than the model reads best, piece
+            // by piece as well: one model call for all of the batch's texts.
+            let pieces: Vec<Vec<String>> = batch
+                .iter()
+                .map(|c| self.args.engines.chunker.pieces(&task.title, c))
+                .collect();
+            let mut texts = Vec::new();
+            for (chunk, pieces) in batch.iter().zip(&pieces) {
+                texts.push(chunk.contextual_content.clone());
+                texts.extend(pieces.iter().cloned());
+            }
+            let expected = texts.len();
             let vectors = self
                 .args
                 .engines
@@ -275,15 +286,23 @@ impl DocumentState {
                 .embed(texts)
                 .await
                 .map_err(|e| PhaseError::Transient(format!("embedding: {e}")))?;
-            if vectors.len() != batch.len() {
+            if vectors.len() != expected {
                 return Err(PhaseError::Transient(format!(
-                    "embedding: {} vectors for {} chunks",
+                    "embedding: {} vectors for {expected} texts",
                     vectors.len(),
-                    batch.len()
                 )));
             }
-            let pairs: Vec<_> = batch.iter().map(|c| c.id).zip(vectors).collect();
-            store.save_chunk_vectors(self.args.id, &pairs).await?;
+            let mut vectors = vectors.into_iter();
+            let mut out = Vec::with_capacity(batch.len());
+            for (chunk, pieces) in batch.iter().zip(&pieces) {
+                let vector = vectors.next().unwrap_or_default();
+                out.push(ChunkVectors {
+                    chunk: chunk.id,
+                    vector,
+                    pieces: vectors.by_ref().take(pieces.len()).collect(),
+                });
+            }
+            store.save_chunk_vectors(self.args.id, &out).await?;
             done += batch.len() as u32;
         }
         self.record(Phase::Embed, done, total).await?;

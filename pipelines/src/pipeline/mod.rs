@@ -134,6 +134,15 @@ pub struct StoredChunk {
     pub contextual_content: String,
 }
 
+/// A chunk's vectors: the chunk's own, and one per piece when the chunk is also read in shorter
+/// passages (see [`Chunker::pieces`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkVectors {
+    pub chunk: Uuid,
+    pub vector: Vec<f32>,
+    pub pieces: Vec<Vec<f32>>,
+}
+
 /// A fact with its vector, ready to be stored with its evidence.
 #[derive(Debug, Clone)]
 pub struct EmbeddedFact {
@@ -185,11 +194,11 @@ pub trait DocumentStore: Send + Sync + 'static {
     async fn save_chunks(&self, id: Uuid, chunks: &[ChunkDraft]) -> Result<(), StoreError>;
     /// Chunks that have no vector yet.
     async fn chunks_to_embed(&self, id: Uuid) -> Result<Vec<StoredChunk>, StoreError>;
-    /// Stores chunk vectors (and indexes them).
+    /// Stores chunk vectors, pieces' included (and indexes them).
     async fn save_chunk_vectors(
         &self,
         id: Uuid,
-        vectors: &[(Uuid, Vec<f32>)],
+        vectors: &[ChunkVectors],
     ) -> Result<(), StoreError>;
     /// Chunks whose facts are not stored yet.
     async fn chunks_to_extract(&self, id: Uuid) -> Result<Vec<StoredChunk>, StoreError>;
@@ -217,6 +226,13 @@ pub trait Ocr: Send + Sync + 'static {
 /// Sections -> chunks. CPU-bound: called on a blocking thread.
 pub trait Chunker: Send + Sync + 'static {
     fn chunk(&self, title: &str, sections: &[Section]) -> Vec<ChunkDraft>;
+
+    /// The shorter passages a chunk is also embedded as, each as the model should read it
+    /// (with the chunk's title and section), or none when the chunk is read whole only. The
+    /// default reads every chunk whole.
+    fn pieces(&self, _title: &str, _chunk: &StoredChunk) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Sentence vectors (the server's embedder runs the model off the async workers itself).

@@ -491,8 +491,8 @@ mod tests {
     use super::*;
     use crate::model::{ChunkDraft, FactDraft, Section, SourceKind};
     use crate::pipeline::{
-        Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor, Fault, Faults,
-        Ocr, Progress, StoreError, StoredChunk,
+        ChunkVectors, Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor,
+        Fault, Faults, Ocr, Progress, StoreError, StoredChunk,
     };
 
     /// One document in memory, with every status change recorded.
@@ -503,6 +503,8 @@ mod tests {
         done: Option<Phase>,
         sections: Vec<Section>,
         chunks: Vec<(StoredChunk, bool, bool)>,
+        /// Each embedded chunk's vectors: its own, then its pieces'.
+        vectors: HashMap<Uuid, (Vec<f32>, Vec<Vec<f32>>)>,
         facts: Vec<String>,
         statuses: Vec<(Status, u32, Option<String>)>,
     }
@@ -593,12 +595,14 @@ mod tests {
         async fn save_chunk_vectors(
             &self,
             id: Uuid,
-            vectors: &[(Uuid, Vec<f32>)],
+            vectors: &[ChunkVectors],
         ) -> Result<(), StoreError> {
             self.with(id, |d| {
-                for c in &mut d.chunks {
-                    if vectors.iter().any(|(v, _)| *v == c.0.id) {
+                for v in vectors {
+                    if let Some(c) = d.chunks.iter_mut().find(|c| c.0.id == v.chunk) {
                         c.1 = true;
+                        d.vectors
+                            .insert(v.chunk, (v.vector.clone(), v.pieces.clone()));
                     }
                 }
             })
@@ -665,6 +669,23 @@ mod tests {
                 })
                 .collect()
         }
+
+        /// A chunk of several sentences is also read sentence by sentence.
+        fn pieces(&self, title: &str, chunk: &StoredChunk) -> Vec<String> {
+            let sentences: Vec<&str> = chunk
+                .content
+                .split_inclusive(". ")
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            if sentences.len() < 2 {
+                return Vec::new();
+            }
+            sentences
+                .iter()
+                .map(|s| format!("{title}\n\n{s}"))
+                .collect()
+        }
     }
 
     struct Zeros;
@@ -672,6 +693,18 @@ mod tests {
     impl Embedder for Zeros {
         async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
             Ok(texts.iter().map(|_| vec![0.0; 4]).collect())
+        }
+    }
+
+    /// A text's vector is its length in bytes, then zeros: which vector went where is visible.
+    struct Lengths;
+    #[async_trait]
+    impl Embedder for Lengths {
+        async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+            Ok(texts
+                .iter()
+                .map(|t| vec![t.len() as f32, 0.0, 0.0, 0.0])
+                .collect())
         }
     }
 
@@ -788,6 +821,37 @@ mod tests {
             .unwrap();
         let stats = ingestion.stats().await.unwrap();
         assert_eq!((stats.completed, stats.running), (1, 0));
+        ingestion.stop();
+    }
+
+    #[tokio::test]
+    async fn a_chunk_is_embedded_whole_and_piece_by_piece() {
+        let store = Arc::new(FakeStore::default());
+        let ingestion = start_with(store.clone(), None, 3, Arc::new(Lengths)).await;
+        let text = b"# One\n\nAlpha is first. Gamma is third.\n\n# Two\n\nBeta is second.\n";
+        let id = store.add(text, SourceKind::Markdown);
+        ingestion.submit(id, 1).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Completed);
+        store
+            .with(id, |d| {
+                // The fake store names every document "T".
+                let length = |s: &str| format!("T\n\n{s}").len() as f32;
+                let of = |content: &str| {
+                    let chunk = d.chunks.iter().find(|c| c.0.content == content).unwrap();
+                    d.vectors[&chunk.0.id].clone()
+                };
+                let (whole, pieces) = of("Alpha is first. Gamma is third.");
+                assert_eq!(whole[0], length("Alpha is first. Gamma is third."));
+                let firsts: Vec<f32> = pieces.iter().map(|p| p[0]).collect();
+                assert_eq!(
+                    firsts,
+                    vec![length("Alpha is first."), length("Gamma is third.")]
+                );
+                let (whole, pieces) = of("Beta is second.");
+                assert_eq!(whole[0], length("Beta is second."));
+                assert!(pieces.is_empty());
+            })
+            .unwrap();
         ingestion.stop();
     }
 

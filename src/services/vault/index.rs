@@ -91,9 +91,11 @@ impl VaultIndexes {
         chunks: Vec<IndexedChunk>,
         maintainer: &ActorRef<MaintenanceMsg>,
     ) -> Result<(), SearchError> {
-        let grown = self
-            .chunks
-            .stage_docs(chunks.into_iter().map(|c| (chunk_doc(&c.chunk), c.vector)))?;
+        let grown = self.chunks.stage_in_pieces(
+            chunks
+                .into_iter()
+                .map(|c| (chunk_doc(&c.chunk), c.vector, c.pieces)),
+        )?;
         Self::schedule(grown, maintainer);
         Ok(())
     }

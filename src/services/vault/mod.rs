@@ -56,6 +56,8 @@ pub struct VaultDeps {
     pub semantic_weight: f32,
     /// How far a chunk's vector similarity moves toward its best cited fact's (0 to 1).
     pub fact_weight: f32,
+    /// Whether chunks are embedded piece by piece as well as whole.
+    pub chunk_pieces: bool,
     /// Facts of a chunk: the offline rules, or an LLM when one is configured.
     pub extractor: Arc<dyn Extractor>,
 }
@@ -72,6 +74,7 @@ pub struct VaultService {
     fusion: crate::config::Fusion,
     semantic_weight: f32,
     fact_weight: f32,
+    chunk_pieces: bool,
     extractor: Arc<dyn Extractor>,
     gate: Gate,
 }
@@ -173,6 +176,7 @@ impl VaultService {
             fusion: deps.fusion,
             semantic_weight: deps.semantic_weight,
             fact_weight: deps.fact_weight,
+            chunk_pieces: deps.chunk_pieces,
             extractor: deps.extractor,
         })
     }
@@ -187,7 +191,10 @@ impl VaultService {
                 model: self.embeddings.model().to_string(),
             }),
             ocr,
-            chunker: Arc::new(pipeline::TextChunker(ChunkConfig::default())),
+            chunker: Arc::new(pipeline::TextChunker {
+                chunks: ChunkConfig::default(),
+                pieces: self.chunk_pieces.then_some(ChunkConfig::PIECES),
+            }),
             embedder: Arc::new(pipeline::ModelEmbedder(self.embeddings.clone())),
             extractor: self.extractor.clone(),
             faults: None,

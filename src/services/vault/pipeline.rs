@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use memvault_actors::MaintenanceMsg;
 use memvault_pipelines::model::{ChunkDraft, FactDraft, Section};
 use memvault_pipelines::pipeline::{
-    Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor, Phase, Progress,
-    StatusChange, StoreError, StoredChunk,
+    ChunkVectors, Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor, Phase,
+    Progress, StatusChange, StoreError, StoredChunk,
 };
 use ractor::ActorRef;
 use uuid::Uuid;
@@ -18,7 +18,7 @@ use super::index::VaultIndexes;
 use crate::embedding::Embeddings;
 use crate::model::{now, to_micros};
 use crate::storage::Store;
-use crate::text::chunk::{chunk_sections, ChunkConfig};
+use crate::text::chunk::{chunk_pieces, chunk_sections, ChunkConfig};
 use crate::text::extract::extract_facts;
 
 fn failed(error: impl std::fmt::Display) -> StoreError {
@@ -92,7 +92,7 @@ impl DocumentStore for PipelineStore {
     async fn save_chunk_vectors(
         &self,
         id: Uuid,
-        vectors: &[(Uuid, Vec<f32>)],
+        vectors: &[ChunkVectors],
     ) -> Result<(), StoreError> {
         let chunks = self
             .store
@@ -146,12 +146,23 @@ impl DocumentStore for PipelineStore {
     }
 }
 
-/// Structure-aware chunking (`text::chunk`).
-pub struct TextChunker(pub ChunkConfig);
+/// Structure-aware chunking (`text::chunk`): chunks, and the pieces each is also embedded as.
+pub struct TextChunker {
+    pub chunks: ChunkConfig,
+    /// `None`: chunks are embedded whole only.
+    pub pieces: Option<ChunkConfig>,
+}
 
 impl Chunker for TextChunker {
     fn chunk(&self, title: &str, sections: &[Section]) -> Vec<ChunkDraft> {
-        chunk_sections(title, sections, &self.0)
+        chunk_sections(title, sections, &self.chunks)
+    }
+
+    fn pieces(&self, title: &str, chunk: &StoredChunk) -> Vec<String> {
+        match &self.pieces {
+            Some(config) => chunk_pieces(title, &chunk.section_path, &chunk.content, config),
+            None => Vec::new(),
+        }
     }
 }
 
