@@ -1195,6 +1195,14 @@ mod tests {
         v
     }
 
+    /// [`hybrid_query`] ranked by vectors only.
+    fn semantic_query<'a>(text: &'a str, vector: &'a [f32], limit: usize) -> Query<'a> {
+        Query {
+            mode: Mode::Semantic,
+            ..hybrid_query(text, vector, limit)
+        }
+    }
+
     #[test]
     fn parts_bring_in_and_reorder_vector_candidates() {
         let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
@@ -1211,20 +1219,7 @@ mod tests {
         });
         engine.stage_docs(docs).unwrap();
         let query_vector = unit_vector(0.0);
-        let query = Query {
-            text: "passage",
-            vector: Some(&query_vector),
-            mode: Mode::Semantic,
-            fusion: Fusion::Score,
-            semantic_weight: 0.7,
-            // Long after the documents were made: no recency boost.
-            filter: Filter {
-                now_micros: 1_000 * 86_400_000_000,
-                ..Filter::default()
-            },
-            limit: 1,
-            parts: None,
-        };
+        let query = semantic_query("passage", &query_vector, 1);
         let order = |hits: Vec<Hit>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
         let plain = order(engine.search(&lane, &query).unwrap());
         assert_eq!(plain[0], ids[0]);
@@ -1297,19 +1292,7 @@ mod tests {
             ])
             .unwrap();
         let query_vector = unit_vector(0.0);
-        let query = Query {
-            text: "passage",
-            vector: Some(&query_vector),
-            mode: Mode::Semantic,
-            fusion: Fusion::Score,
-            semantic_weight: 0.7,
-            filter: Filter {
-                now_micros: 1_000 * 86_400_000_000,
-                ..Filter::default()
-            },
-            limit: 2,
-            parts: None,
-        };
+        let query = semantic_query("passage", &query_vector, 2);
         let hits = engine.search(&lane, &query).unwrap();
         assert_eq!(hits[0].id, pieced, "{hits:?}");
         assert!((hits[0].score - 1.0).abs() < 1e-3, "{hits:?}");
