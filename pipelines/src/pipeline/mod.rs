@@ -223,13 +223,15 @@ pub trait Ocr: Send + Sync + 'static {
     fn recognize(&self, image: &[u8]) -> Result<String, String>;
 }
 
-/// Sections -> chunks. CPU-bound: called on a blocking thread.
+/// Sections -> chunks.
 pub trait Chunker: Send + Sync + 'static {
+    /// A whole document: CPU-bound, called on a blocking thread.
     fn chunk(&self, title: &str, sections: &[Section]) -> Vec<ChunkDraft>;
 
     /// The shorter passages a chunk is also embedded as, each as the model should read it
-    /// (with the chunk's title and section), or none when the chunk is read whole only. The
-    /// default reads every chunk whole.
+    /// (with the chunk's title and section), or none when the chunk is read whole only. One
+    /// chunk of a few hundred tokens: cheap, called inline by the embed phase. The default
+    /// reads every chunk whole.
     fn pieces(&self, _title: &str, _chunk: &StoredChunk) -> Vec<String> {
         Vec::new()
     }
