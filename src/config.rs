@@ -100,8 +100,8 @@ pub struct Settings {
     pub vault_search_fact_weight: f32,
     /// Embed each vault chunk piece by piece as well as whole (passages of about 128
     /// wordpieces, the length the model was trained on): a chunk's vector similarity is then the
-    /// best of its own and its pieces'. Off halves the model's work in the embed phase, at some
-    /// cost in ranking (docs/BENCHMARKS.md). Documents ingested while off stay read whole.
+    /// best of its own and its pieces'. Off cuts the embed phase to about a third, at some cost
+    /// in ranking (docs/BENCHMARKS.md). Documents ingested while off stay read whole.
     pub vault_chunk_pieces: bool,
     /// Query vectors kept in the cache.
     pub query_cache_entries: u64,
