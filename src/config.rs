@@ -98,10 +98,11 @@ pub struct Settings {
     /// How far a chunk's vector similarity moves toward that of its best-matching cited fact
     /// (each fact is embedded alone), 0 to 1; 0 ranks chunks by their own vectors only.
     pub vault_search_fact_weight: f32,
-    /// Embed each vault chunk piece by piece as well as whole (passages of about 128
-    /// wordpieces, the length the model was trained on): a chunk's vector similarity is then the
-    /// best of its own and its pieces'. Off cuts the embed phase to about a third, at some cost
-    /// in ranking (docs/BENCHMARKS.md). Documents ingested while off stay read whole.
+    /// Embed each vault chunk longer than about 128 wordpieces (the length the model was trained
+    /// on) piece by piece instead of whole: its vector similarity is then its best piece's, and
+    /// its own vector (for the nearest-neighbour candidates) the unit mean of its pieces'. Off:
+    /// chunks are embedded whole, ranking lower (docs/BENCHMARKS.md). A document keeps the way
+    /// it was ingested.
     pub vault_chunk_pieces: bool,
     /// Query vectors kept in the cache.
     pub query_cache_entries: u64,

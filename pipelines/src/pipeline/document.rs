@@ -88,6 +88,29 @@ impl From<StoreError> for PhaseError {
     }
 }
 
+/// A chunk's own vector when it is read in pieces: the mean of its pieces' vectors, scaled to
+/// unit length (as the model's own vectors are). It finds the chunk among the nearest
+/// neighbours; the chunk is then scored by its best piece. Empty for no pieces; a zero mean
+/// stays zero.
+fn piece_mean(pieces: &[Vec<f32>]) -> Vec<f32> {
+    let Some(first) = pieces.first() else {
+        return Vec::new();
+    };
+    let mut mean = vec![0.0f32; first.len()];
+    for piece in pieces {
+        for (total, x) in mean.iter_mut().zip(piece) {
+            *total += x;
+        }
+    }
+    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in &mut mean {
+            *x /= norm;
+        }
+    }
+    mean
+}
+
 fn parse_failure(error: ParseError) -> PhaseError {
     // Parsing is deterministic: the same bytes fail the same way on every attempt.
     PhaseError::Permanent(error.to_string())
@@ -267,16 +290,20 @@ impl DocumentState {
         let mut done = 0u32;
         for batch in chunks.chunks(self.args.config.embed_batch.max(1)) {
             self.record(Phase::Embed, done, total).await?;
-            // A chunk is embedded whole and, when it is longer than the model reads best, piece
-            // by piece as well: one model call for all of the batch's texts.
+            // A chunk longer than the model reads best is embedded piece by piece only, its own
+            // vector the mean of its pieces' (see `piece_mean`); a shorter chunk is embedded
+            // whole. One model call for all of the batch's texts.
             let pieces: Vec<Vec<String>> = batch
                 .iter()
                 .map(|c| self.args.engines.chunker.pieces(&task.title, c))
                 .collect();
             let mut texts = Vec::new();
             for (chunk, pieces) in batch.iter().zip(&pieces) {
-                texts.push(chunk.contextual_content.clone());
-                texts.extend(pieces.iter().cloned());
+                if pieces.is_empty() {
+                    texts.push(chunk.contextual_content.clone());
+                } else {
+                    texts.extend(pieces.iter().cloned());
+                }
             }
             let expected = texts.len();
             let vectors = self
@@ -295,11 +322,19 @@ impl DocumentState {
             let mut vectors = vectors.into_iter();
             let mut out = Vec::with_capacity(batch.len());
             for (chunk, pieces) in batch.iter().zip(&pieces) {
-                let vector = vectors.next().unwrap_or_default();
-                out.push(ChunkVectors {
-                    chunk: chunk.id,
-                    vector,
-                    pieces: vectors.by_ref().take(pieces.len()).collect(),
+                out.push(if pieces.is_empty() {
+                    ChunkVectors {
+                        chunk: chunk.id,
+                        vector: vectors.next().unwrap_or_default(),
+                        pieces: Vec::new(),
+                    }
+                } else {
+                    let pieces: Vec<Vec<f32>> = vectors.by_ref().take(pieces.len()).collect();
+                    ChunkVectors {
+                        chunk: chunk.id,
+                        vector: piece_mean(&pieces),
+                        pieces,
+                    }
                 });
             }
             store.save_chunk_vectors(self.args.id, &out).await?;
@@ -457,5 +492,21 @@ mod tests {
             next = slice.end;
         }
         assert_eq!(next, lengths.len());
+    }
+
+    #[test]
+    fn a_chunk_read_in_pieces_keeps_their_unit_mean_as_its_own_vector() {
+        assert!(piece_mean(&[]).is_empty());
+        // One piece: itself, at unit length.
+        assert_eq!(piece_mean(&[vec![3.0, 4.0]]), vec![0.6, 0.8]);
+        // Two orthogonal unit pieces: the unit vector between them.
+        let mean = piece_mean(&[vec![1.0, 0.0], vec![0.0, 1.0]]);
+        let half = std::f32::consts::FRAC_1_SQRT_2;
+        assert!((mean[0] - half).abs() < 1e-6 && (mean[1] - half).abs() < 1e-6);
+        // Opposite pieces cancel: a zero vector, not NaN.
+        assert_eq!(
+            piece_mean(&[vec![1.0, 0.0], vec![-1.0, 0.0]]),
+            vec![0.0, 0.0]
+        );
     }
 }

@@ -134,8 +134,8 @@ pub struct StoredChunk {
     pub contextual_content: String,
 }
 
-/// A chunk's vectors: the chunk's own, and one per piece when the chunk is also read in shorter
-/// passages (see [`Chunker::pieces`]).
+/// A chunk's vectors: the chunk's own, and one per piece when the chunk is read in shorter
+/// passages (see [`Chunker::pieces`]); the chunk's own is then the unit mean of its pieces'.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkVectors {
     pub chunk: Uuid,
@@ -228,10 +228,11 @@ pub trait Chunker: Send + Sync + 'static {
     /// A whole document: CPU-bound, called on a blocking thread.
     fn chunk(&self, title: &str, sections: &[Section]) -> Vec<ChunkDraft>;
 
-    /// The shorter passages a chunk is also embedded as, each as the model should read it
-    /// (with the chunk's title and section), or none when the chunk is read whole only. One
-    /// chunk of a few hundred tokens: cheap, called inline by the embed phase. The default
-    /// reads every chunk whole.
+    /// The shorter passages a chunk is embedded as instead of whole, each as the model should
+    /// read it (with the chunk's title and section), or none when the chunk is embedded whole.
+    /// With pieces, the chunk's own vector is the unit mean of theirs. One chunk of a few
+    /// hundred tokens: cheap, called inline by the embed phase. The default embeds every chunk
+    /// whole.
     fn pieces(&self, _title: &str, _chunk: &StoredChunk) -> Vec<String> {
         Vec::new()
     }

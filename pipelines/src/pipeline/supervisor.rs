@@ -703,7 +703,7 @@ mod tests {
         async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
             Ok(texts
                 .iter()
-                .map(|t| vec![t.len() as f32, 0.0, 0.0, 0.0])
+                .map(|t| vec![t.len() as f32, 1.0, 0.0, 0.0])
                 .collect())
         }
     }
@@ -825,7 +825,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_chunk_is_embedded_whole_and_piece_by_piece() {
+    async fn a_long_chunk_is_embedded_piece_by_piece_and_keeps_their_mean() {
         let store = Arc::new(FakeStore::default());
         let ingestion = start_with(store.clone(), None, 3, Arc::new(Lengths)).await;
         let text = b"# One\n\nAlpha is first. Gamma is third.\n\n# Two\n\nBeta is second.\n";
@@ -834,21 +834,29 @@ mod tests {
         assert_eq!(until_terminal(&store, id).await, Status::Completed);
         store
             .with(id, |d| {
-                // The fake store names every document "T".
+                // The fake store names every document "T"; `Lengths` embeds a text as
+                // [its length, 1, 0, 0].
                 let length = |s: &str| format!("T\n\n{s}").len() as f32;
                 let of = |content: &str| {
                     let chunk = d.chunks.iter().find(|c| c.0.content == content).unwrap();
                     d.vectors[&chunk.0.id].clone()
                 };
-                let (whole, pieces) = of("Alpha is first. Gamma is third.");
-                assert_eq!(whole[0], length("Alpha is first. Gamma is third."));
+                let (own, pieces) = of("Alpha is first. Gamma is third.");
                 let firsts: Vec<f32> = pieces.iter().map(|p| p[0]).collect();
                 assert_eq!(
                     firsts,
                     vec![length("Alpha is first."), length("Gamma is third.")]
                 );
-                let (whole, pieces) = of("Beta is second.");
-                assert_eq!(whole[0], length("Beta is second."));
+                // Both pieces are 18 bytes long: their unit mean is [18, 1, 0, 0] / |.|. The
+                // whole chunk, embedded, would be [34, 1, 0, 0] / |.|.
+                let norm = (18.0f32 * 18.0 + 1.0).sqrt();
+                let expected = [18.0 / norm, 1.0 / norm, 0.0, 0.0];
+                assert!(
+                    own.iter().zip(expected).all(|(a, b)| (a - b).abs() < 1e-6),
+                    "{own:?}"
+                );
+                let (own, pieces) = of("Beta is second.");
+                assert_eq!(own, vec![length("Beta is second."), 1.0, 0.0, 0.0]);
                 assert!(pieces.is_empty());
             })
             .unwrap();

@@ -56,7 +56,7 @@ pub struct VaultDeps {
     pub semantic_weight: f32,
     /// How far a chunk's vector similarity moves toward its best cited fact's (0 to 1).
     pub fact_weight: f32,
-    /// Whether chunks are embedded piece by piece as well as whole.
+    /// Whether long chunks are embedded piece by piece instead of whole.
     pub chunk_pieces: bool,
     /// Facts of a chunk: the offline rules, or an LLM when one is configured.
     pub extractor: Arc<dyn Extractor>,

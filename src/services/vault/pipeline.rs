@@ -146,10 +146,10 @@ impl DocumentStore for PipelineStore {
     }
 }
 
-/// Structure-aware chunking (`text::chunk`): chunks, and the pieces each is also embedded as.
+/// Structure-aware chunking (`text::chunk`): chunks, and the pieces a long chunk is embedded as.
 pub struct TextChunker {
     pub chunks: ChunkConfig,
-    /// `None`: chunks are embedded whole only.
+    /// `None`: chunks are embedded whole.
     pub pieces: Option<ChunkConfig>,
 }
 
