@@ -47,10 +47,6 @@ async fn every_real_document_reaches_completed_with_chunks_and_citations() {
     let app = spawn_app_with(|s| {
         s.max_upload_bytes = 50 * 1024 * 1024;
         s.rate_limits = memvault::config::Switch::Off;
-        // This suite is about formats: parsing, OCR, chunking and citations on real files.
-        // Chunks read in pieces (tested in vault.rs) would nearly triple the model's work on
-        // the 872-page handbook and add nothing here.
-        s.vault_chunk_pieces = false;
     })
     .await;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
