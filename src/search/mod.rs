@@ -684,7 +684,7 @@ impl SearchEngine {
         let index = self.lane(lane)?;
         let slot = index.docs().by_id.get(&id).copied()?;
         let vectors = index.vectors();
-        vectors.get(slot).map(<[f32]>::to_vec)
+        vectors.get(slot)
     }
 
     /// The `k` memories of a lane nearest to `vector` that pass `filter`, most similar first.
@@ -780,7 +780,7 @@ impl SearchEngine {
                             continue;
                         }
                         if let Some(stored) = vectors.get(slot) {
-                            found.push((slot, cosine(v, stored)));
+                            found.push((slot, cosine(v, &stored)));
                         }
                     }
                 }
@@ -817,17 +817,18 @@ impl SearchEngine {
         let fused = fuse(&keyword, &semantic, &extra, query, |slot| {
             let v = vector?;
             let own = vectors.get(slot)?;
-            let similarity = read(slot, v, cosine(v, own));
+            let similarity = read(slot, v, cosine(v, &own));
             if !threaded {
                 return Some(similarity);
             }
             let (prev, next) = docs.neighbours(slot);
-            let context: Vec<&[f32]> = [prev, next]
+            let context: Vec<Vec<f32>> = [prev, next]
                 .into_iter()
                 .flatten()
                 .filter_map(|s| vectors.get(s))
                 .collect();
-            Some(in_thread(v, own, similarity, &context))
+            let context: Vec<&[f32]> = context.iter().map(Vec::as_slice).collect();
+            Some(in_thread(v, &own, similarity, &context))
         });
         let fused = if threaded {
             with_neighbours(fused, |slot| docs.neighbours(slot))

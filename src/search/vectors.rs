@@ -1,7 +1,7 @@
-//! Per-lane vector index for unit-length `f32` embeddings.
+//! Per-lane vector index for unit-length embeddings.
 //!
 //! Design (log-structured, like an LSM tree):
-//! - New vectors go to an exact-search *tail*: one flat `Vec<f32>`, scanned by brute force.
+//! - New vectors go to an exact-search *tail*: one flat vector of halves, scanned by brute force.
 //! - Maintenance folds the tail into an immutable HNSW *segment* (instant-distance builds an
 //!   index in one batch) and merges segments of similar size: when `merge_factor` segments share
 //!   a [`level`], they are rebuilt as one segment of the next level. Maintenance is split into
@@ -11,6 +11,11 @@
 //!   the points back from the HNSW). A slot -> location map is the source of truth: an entry is
 //!   live only while the map points at it. Removed or replaced entries become dead; dead entries
 //!   are skipped at search time and dropped when their segment or tail prefix is rebuilt.
+//! - Vectors are stored in half precision (IEEE 754 binary16: 2 bytes a dimension instead of 4),
+//!   queries are rounded the same way, and products are summed in `f32`. For unit vectors the
+//!   rounding moves a cosine by about 1e-4 (under 1e-3 in the unit test); it halves the largest
+//!   part of a lane's memory.
+//!   The database keeps the `f32` vectors, so nothing is lost: indexes are rebuilt from them.
 //! - Distance is `1 - dot(a, b)` (cosine distance for unit vectors); scores are cosine similarity.
 //!   The tail is exact, segments are approximate (HNSW), with an exact fallback when a filter
 //!   leaves a segment's HNSW answer short.
@@ -20,6 +25,8 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::RwLock;
 
+use half::f16;
+use half::slice::HalfFloatSliceExt;
 use instant_distance::{Builder, HnswMap, Point, Search};
 
 /// Identifier of an entry in a lane (assigned by the caller).
@@ -62,9 +69,9 @@ pub enum VectorError {
     Dimensions { expected: usize, got: usize },
 }
 
-/// A point of an HNSW segment.
+/// A point of an HNSW segment: the vector in half precision.
 #[derive(Clone)]
-struct Embedding(Box<[f32]>);
+struct Embedding(Box<[f16]>);
 
 impl Point for Embedding {
     fn distance(&self, other: &Self) -> f32 {
@@ -72,36 +79,44 @@ impl Point for Embedding {
     }
 }
 
-/// Dot product over the common prefix of `a` and `b`: every distance of the HNSW builds and
-/// searches and every exact scan goes through it. On x86-64 with AVX2 and FMA (detected once
-/// at run time: the build targets baseline x86-64, whose SSE2 does 4 lanes) it runs 32 lanes
-/// of fused multiply-adds at a time; elsewhere 8 independent lanes that the compiler
-/// vectorises.
+/// `vector` in half precision, as the lane stores it.
+fn encode(vector: &[f32]) -> Box<[f16]> {
+    let mut half = vec![f16::ZERO; vector.len()];
+    half.convert_from_f32_slice(vector);
+    half.into_boxed_slice()
+}
+
+/// Dot product over the common prefix of `a` and `b`, summed in `f32`: every distance of the
+/// HNSW builds and searches and every exact scan goes through it. On x86-64 with AVX2, FMA and
+/// F16C (detected once at run time: the build targets baseline x86-64) it widens 8 halves at a
+/// time and runs 32 lanes of fused multiply-adds; elsewhere 8 independent lanes.
 #[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+fn dot(a: &[f16], b: &[f16]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
-        if has_avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked above).
-            return unsafe { dot_avx2_fma(a, b) };
+        if has_avx2_fma_f16c() {
+            // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
+            return unsafe { dot_avx2_fma_f16c(a, b) };
         }
     }
     dot_portable(a, b)
 }
 
 #[cfg(target_arch = "x86_64")]
-fn has_avx2_fma() -> bool {
+fn has_avx2_fma_f16c() -> bool {
     static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DETECTED.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
     })
 }
 
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_avx2_fma_f16c(a: &[f16], b: &[f16]) -> f32 {
     use std::arch::x86_64::*;
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
@@ -111,11 +126,12 @@ unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [_mm256_setzero_ps(); 4];
     for (x, y) in a_blocks.iter().zip(b_blocks) {
         for (lane, sum) in acc.iter_mut().enumerate() {
-            // SAFETY: each block holds 32 floats; lane * 8 + 8 <= 32.
+            // SAFETY: each block holds 32 halves (16 bits each, `f16` is `repr(transparent)`
+            // over `u16`); lane * 8 + 8 <= 32, and the loads are unaligned.
             let (xv, yv) = unsafe {
                 (
-                    _mm256_loadu_ps(x.as_ptr().add(lane * 8)),
-                    _mm256_loadu_ps(y.as_ptr().add(lane * 8)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().add(lane * 8).cast())),
+                    _mm256_cvtph_ps(_mm_loadu_si128(y.as_ptr().add(lane * 8).cast())),
                 )
             };
             *sum = _mm256_fmadd_ps(xv, yv, *sum);
@@ -131,23 +147,22 @@ unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
     sum
 }
 
-/// Dot product over the common prefix of `a` and `b`, in 8 independent lanes so that the
-/// compiler can vectorise it.
+/// Dot product over the common prefix of `a` and `b`, in 8 independent lanes.
 #[inline]
-fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
+fn dot_portable(a: &[f16], b: &[f16]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let (a_chunks, a_rest) = a.as_chunks::<8>();
     let (b_chunks, b_rest) = b.as_chunks::<8>();
     let mut acc = [0.0f32; 8];
     for (x, y) in a_chunks.iter().zip(b_chunks) {
-        for ((sum, &x), &y) in acc.iter_mut().zip(x).zip(y) {
-            *sum += x * y;
+        for ((sum, x), y) in acc.iter_mut().zip(x).zip(y) {
+            *sum += x.to_f32() * y.to_f32();
         }
     }
     let mut sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     for (x, y) in a_rest.iter().zip(b_rest) {
-        sum += x * y;
+        sum += x.to_f32() * y.to_f32();
     }
     sum
 }
@@ -185,7 +200,7 @@ impl Segment {
     }
 
     /// Exact scan of the live entries accepted by `filter`.
-    fn scan(&self, query: &[f32], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
+    fn scan(&self, query: &[f16], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
         for (pid, point) in self.map.iter() {
             let pid = pid.into_inner() as usize;
             if !self.is_live(pid) {
@@ -290,8 +305,8 @@ pub struct LaneVectors {
     lane_id: u64,
     /// Live entries and where they are stored (authoritative).
     locations: HashMap<Slot, Location>,
-    /// Tail vectors, `dims` floats per entry.
-    tail_data: Vec<f32>,
+    /// Tail vectors, `dims` halves per entry.
+    tail_data: Vec<f16>,
     tail_slots: Vec<Slot>,
     tail_dead: Vec<bool>,
     tail_dead_count: usize,
@@ -380,7 +395,7 @@ impl LaneVectors {
         // recognises stale entries by their location.
         self.remove(slot);
         let index = self.tail_slots.len() as u32;
-        self.tail_data.extend_from_slice(&vector);
+        self.tail_data.extend_from_slice(&encode(&vector));
         self.tail_slots.push(slot);
         self.tail_dead.push(false);
         self.locations.insert(slot, Location::Tail(index));
@@ -425,19 +440,20 @@ impl LaneVectors {
         self.locations.len()
     }
 
-    /// A live slot's vector, wherever it is stored.
-    pub fn get(&self, slot: Slot) -> Option<&[f32]> {
-        match *self.locations.get(&slot)? {
-            Location::Tail(index) => self.tail_vector(index as usize),
+    /// A live slot's vector, wherever it is stored, as stored: rounded to half precision.
+    pub fn get(&self, slot: Slot) -> Option<Vec<f32>> {
+        let half = match *self.locations.get(&slot)? {
+            Location::Tail(index) => self.tail_vector(index as usize)?,
             Location::Segment { segment, pid } => {
                 let seg = &self.segments[self.segment_position(segment)?];
                 // `nth` on the HNSW's slice iterator is O(1) in optimised builds.
                 seg.map
                     .iter()
                     .nth(pid as usize)
-                    .map(|(_, point)| &point.0[..])
+                    .map(|(_, point)| &point.0[..])?
             }
-        }
+        };
+        Some(half.to_f32_vec())
     }
 
     /// The `k` nearest live slots with cosine similarity, best first, among those `filter`
@@ -454,9 +470,10 @@ impl LaneVectors {
         if k == 0 || query.len() != self.dims || self.locations.is_empty() {
             return Vec::new();
         }
+        let point = Embedding(encode(query));
+        let query = &point.0[..];
         let mut top = TopK::new(k, self.live());
         self.scan_tail(query, filter, &mut top);
-        let point = Embedding(query.into());
         let mut search = Search::default();
         let mut found = Vec::new();
         for seg in &self.segments {
@@ -497,6 +514,8 @@ impl LaneVectors {
         if k == 0 || query.len() != self.dims || self.locations.is_empty() {
             return Vec::new();
         }
+        let query = encode(query);
+        let query = &query[..];
         let mut top = TopK::new(k, self.live());
         self.scan_tail(query, filter, &mut top);
         for seg in &self.segments {
@@ -705,7 +724,7 @@ impl LaneVectors {
         self.config.tail_max.max(1)
     }
 
-    fn tail_vector(&self, index: usize) -> Option<&[f32]> {
+    fn tail_vector(&self, index: usize) -> Option<&[f16]> {
         let start = index.checked_mul(self.dims)?;
         self.tail_data.get(start..start.checked_add(self.dims)?)
     }
@@ -714,7 +733,7 @@ impl LaneVectors {
         self.segments.iter().position(|s| s.id == id)
     }
 
-    fn scan_tail(&self, query: &[f32], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
+    fn scan_tail(&self, query: &[f16], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
         for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
             if dead || !filter(slot) {
                 continue;
@@ -818,12 +837,14 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use std::collections::HashSet;
 
+    /// A random unit vector, already rounded to half precision (so that it reads back equal).
     fn unit(rng: &mut StdRng, dims: usize) -> Vec<f32> {
         loop {
             let v: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-            let norm = dot(&v, &v).sqrt();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             if norm > 1e-3 {
-                return v.into_iter().map(|x| x / norm).collect();
+                let v: Vec<f32> = v.into_iter().map(|x| x / norm).collect();
+                return encode(&v).to_f32_vec();
             }
         }
     }
@@ -911,19 +932,48 @@ mod tests {
     fn dot_matches_naive() {
         let mut rng = StdRng::seed_from_u64(1);
         for dims in [0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 100, 384] {
-            let a: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-            let b: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let a: Vec<f16> = (0..dims)
+                .map(|_| f16::from_f32(rng.random_range(-1.0f32..1.0)))
+                .collect();
+            let b: Vec<f16> = (0..dims)
+                .map(|_| f16::from_f32(rng.random_range(-1.0f32..1.0)))
+                .collect();
+            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x.to_f32() * y.to_f32()).sum();
             assert!((dot(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
             assert!((dot_portable(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
             // Unequal lengths: the common prefix.
             let short = &b[..dims / 2];
-            let prefix: f32 = a.iter().zip(short).map(|(x, y)| x * y).sum();
+            let prefix: f32 = a
+                .iter()
+                .zip(short)
+                .map(|(x, y)| x.to_f32() * y.to_f32())
+                .sum();
             assert!(
                 (dot(&a, short) - prefix).abs() < 1e-4,
                 "dims {dims}, prefix"
             );
         }
+    }
+
+    #[test]
+    fn half_precision_moves_a_cosine_by_little() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut worst = 0.0f32;
+        for _ in 0..200 {
+            let a: Vec<f32> = (0..384).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+            let b: Vec<f32> = (0..384).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+            let (na, nb) = (
+                a.iter().map(|x| x * x).sum::<f32>().sqrt(),
+                b.iter().map(|x| x * x).sum::<f32>().sqrt(),
+            );
+            let a: Vec<f32> = a.iter().map(|x| x / na).collect();
+            let b: Vec<f32> = b.iter().map(|x| x / nb).collect();
+            let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            worst = worst.max((dot(&encode(&a), &encode(&b)) - exact).abs());
+            let own = dot(&encode(&a), &encode(&a));
+            assert!((own - 1.0).abs() < 1e-3, "own {own}");
+        }
+        assert!(worst < 1e-3, "worst {worst}");
     }
 
     #[test]
@@ -934,10 +984,10 @@ mod tests {
         let a = unit(&mut rng, 16);
         let b = unit(&mut rng, 16);
         lane.insert(7, a.clone()).expect("insert");
-        assert_eq!(lane.get(7), Some(&a[..]));
+        assert_eq!(lane.get(7), Some(a.clone()));
         assert_eq!(lane.live(), 1);
         lane.insert(7, b.clone()).expect("replace");
-        assert_eq!(lane.get(7), Some(&b[..]));
+        assert_eq!(lane.get(7), Some(b.clone()));
         assert_eq!(lane.live(), 1);
         assert_eq!(lane.shape(), (0, 2, 1));
         assert!(lane.remove(7));
@@ -989,7 +1039,7 @@ mod tests {
         let lane = lane.into_inner().unwrap_or_else(|e| e.into_inner());
         assert_eq!(lane.live(), 100);
         assert_eq!(lane.search(&[], 3, &all).len(), 3);
-        assert_eq!(lane.get(5), Some(&[][..]));
+        assert_eq!(lane.get(5), Some(Vec::new()));
     }
 
     #[test]
@@ -1042,7 +1092,7 @@ mod tests {
         }
         // Every live slot is findable by its own vector.
         for slot in (0..600).filter(|s| !removed.contains(s)) {
-            let v = lane.get(slot).expect("live").to_vec();
+            let v = lane.get(slot).expect("live");
             let found = lane.search(&v, 1, &all);
             assert_eq!(found.first().map(|r| r.0), Some(slot));
         }
@@ -1096,9 +1146,9 @@ mod tests {
         lane.insert(100, extra.clone()).expect("insert");
         assert!(lane.install(built));
 
-        assert_eq!(lane.get(1), Some(&newer[..]));
+        assert_eq!(lane.get(1), Some(newer.clone()));
         assert_eq!(lane.get(2), None);
-        assert_eq!(lane.get(100), Some(&extra[..]));
+        assert_eq!(lane.get(100), Some(extra.clone()));
         assert_eq!(lane.live(), 64);
         // The segment holds 64 points, 1 and 2 dead; the tail holds the new 1 and 100.
         assert_eq!(lane.shape(), (1, 2, 2));
@@ -1107,10 +1157,11 @@ mod tests {
         assert_eq!(found.iter().filter(|r| r.0 == 1).count(), 1);
         assert!(found.iter().all(|r| r.0 != 2));
         assert_eq!(found[0].0, 1);
-        assert!((found[0].1 - 1.0).abs() < 1e-5);
+        // A vector rounded to half precision is unit length within the rounding.
+        assert!((found[0].1 - 1.0).abs() < 2e-3, "{}", found[0].1);
         for slot in 0..64u32 {
             if let Some(v) = lane.get(slot) {
-                let hit = lane.search(v, 1, &all);
+                let hit = lane.search(&v, 1, &all);
                 assert_eq!(hit[0].0, slot);
             }
         }
@@ -1119,7 +1170,7 @@ mod tests {
         let lock = RwLock::new(lane);
         maintain(&lock);
         let lane = lock.into_inner().unwrap_or_else(|e| e.into_inner());
-        assert_eq!(lane.get(1), Some(&newer[..]));
+        assert_eq!(lane.get(1), Some(newer.clone()));
         assert_eq!(lane.shape().1, 0);
     }
 
@@ -1135,7 +1186,7 @@ mod tests {
         assert!(lane.remove(200));
         assert!(lane.install(built));
         assert_eq!(lane.shape(), (1, 1, 2));
-        assert_eq!(lane.get(10), Some(&newer[..]));
+        assert_eq!(lane.get(10), Some(newer.clone()));
         assert_eq!(lane.get(200), None);
         assert_eq!(lane.live(), 255);
         let found = lane.search(&newer, 300, &all);
