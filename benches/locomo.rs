@@ -1326,7 +1326,11 @@ async fn bench(
     running.stop(Duration::from_secs(30)).await?;
     let wall = started.elapsed();
 
-    println!("Backend: memvault on {backend}, in-process, over HTTP on 127.0.0.1.");
+    println!(
+        "Backend: memvault on {backend}, in-process, over HTTP on 127.0.0.1; local \
+         all-MiniLM-L6-v2 with {}.",
+        server::model_precision(&settings)
+    );
     println!();
     print_saves(&saves, turns, unreachable);
     print_recall(&search);

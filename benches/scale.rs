@@ -888,6 +888,8 @@ struct Measured {
     /// After the single-client saves (before the model is called alone).
     rss_end: Option<MemoryStatus>,
     db_connections: u32,
+    /// How the model multiplied.
+    precision: &'static str,
 }
 
 fn settings_for(database: &Database) -> Settings {
@@ -1038,6 +1040,7 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
         rss_searched,
         rss_end,
         db_connections: settings.db_max_connections,
+        precision: server::model_precision(&settings),
     })
 }
 
@@ -1167,8 +1170,9 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     let _ = writeln!(
         w,
         "| server | in-process, rate limits off, memory limits 10,000,000, log level `warn`, \
-         {} database connections, local all-MiniLM-L6-v2 (loaded once, shared by both servers) |",
-        m.db_connections
+         {} database connections, local all-MiniLM-L6-v2 ({}; loaded once, shared by both \
+         servers) |",
+        m.db_connections, m.precision
     );
     let _ = writeln!(
         w,

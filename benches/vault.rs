@@ -2520,8 +2520,10 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
     println!("| memory | {} |", memory_total_gib());
     println!(
         "| server | in-process, {backend}, rate limits off, memory limits {NO_MEMORY_LIMIT}, log \
-         level `warn`, `ingest_max_documents` {}, local all-MiniLM-L6-v2, offline extraction{} |",
+         level `warn`, `ingest_max_documents` {}, local all-MiniLM-L6-v2 ({}), offline \
+         extraction{} |",
         settings.ingest_max_documents,
+        server::model_precision(&settings),
         if settings.llm_url.is_some() {
             " (LLM configured!)"
         } else {

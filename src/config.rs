@@ -17,6 +17,16 @@ pub enum Switch {
     Off,
 }
 
+/// How the local model's fully connected layers multiply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingPrecision {
+    /// bfloat16 products summed in `f32` where the CPU has AVX512_BF16; `f32` elsewhere.
+    Bf16,
+    /// `f32` throughout.
+    F32,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -70,6 +80,8 @@ pub struct Settings {
     pub max_content_chars: usize,
     /// Where the local embedding model (all-MiniLM-L6-v2) is installed.
     pub embedding_model_dir: PathBuf,
+    /// How the local model multiplies (`bf16` where the CPU has it, or `f32`).
+    pub embedding_precision: EmbeddingPrecision,
     /// An OpenAI-compatible `/v1/embeddings` base URL; when set it replaces the local model.
     pub embeddings_url: Option<String>,
     pub embeddings_model: String,
@@ -207,6 +219,7 @@ impl Default for Settings {
             max_body_bytes: 50 * 1024,
             max_content_chars: 10_000,
             embedding_model_dir: PathBuf::from("./models/all-MiniLM-L6-v2"),
+            embedding_precision: EmbeddingPrecision::Bf16,
             embeddings_url: None,
             embeddings_model: "text-embedding-3-small".to_string(),
             embeddings_key: None,
@@ -336,6 +349,15 @@ mod tests {
             assert_eq!(s.memory_limits.free, 7);
             assert_eq!(s.memory_limits.hobby, 10_000);
             assert!(s.is_postgres());
+            assert_eq!(s.embedding_precision, EmbeddingPrecision::Bf16);
+            jail.set_env("MEMVAULT_EMBEDDING_PRECISION", "f32");
+            let s: Settings = Settings::figment(Path::new("memvault.toml")).extract()?;
+            assert_eq!(s.embedding_precision, EmbeddingPrecision::F32);
+            jail.set_env("MEMVAULT_EMBEDDING_PRECISION", "int8");
+            let refused = Settings::figment(Path::new("memvault.toml")).extract::<Settings>();
+            let refused = refused.expect_err("an unknown precision is refused").to_string();
+            assert!(refused.contains("EMBEDDING_PRECISION"), "{refused}");
+            jail.set_env("MEMVAULT_EMBEDDING_PRECISION", "bf16");
             jail.set_env("MEMVAULT_DATABASE_URL", "sqlite://x.db");
             let s: Settings = Settings::figment(Path::new("memvault.toml")).extract()?;
             assert_eq!(s.database_url(), "sqlite://x.db");

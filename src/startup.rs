@@ -91,8 +91,9 @@ pub async fn load_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedd
         }
         None => {
             let dir = settings.embedding_model_dir.clone();
+            let precision = settings.embedding_precision;
             let started = Instant::now();
-            let local = tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir))
+            let local = tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir, precision))
                 .await
                 .context("the model loader stopped")??;
             tracing::info!(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use memvault::config::{MemoryLimits, Settings, Switch};
+use memvault::config::{EmbeddingPrecision, MemoryLimits, Settings, Switch};
 use memvault::model::Workspace;
 use memvault::services::AccountsService;
 use memvault::startup::Application;
@@ -28,6 +28,18 @@ pub fn bench_settings(settings: Settings) -> Settings {
             ultimate: NO_MEMORY_LIMIT,
         },
         ..settings
+    }
+}
+
+/// How the local model multiplies under `settings` on this CPU, for a report.
+#[allow(dead_code)] // not every benchmark reports it
+pub fn model_precision(settings: &Settings) -> &'static str {
+    match settings.embedding_precision {
+        EmbeddingPrecision::F32 => "f32 products",
+        EmbeddingPrecision::Bf16 if memvault::embedding::bf16_supported() => {
+            "bfloat16 products (AVX512_BF16)"
+        }
+        EmbeddingPrecision::Bf16 => "f32 products (this CPU has no AVX512_BF16)",
     }
 }
 

@@ -15,6 +15,9 @@ use candle_core::{
 };
 use candle_nn::{layer_norm, LayerNorm, VarBuilder};
 use rayon::prelude::*;
+
+use super::bf16::{self, PackedDense};
+use crate::config::EmbeddingPrecision;
 use serde::Deserialize;
 
 /// Elements per parallel task of the element-wise passes.
@@ -43,41 +46,93 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
-/// A fully connected layer whose weights are stored transposed, `(in, out)` and contiguous, so
-/// that the matrix product reads them in the order it packs them. (`candle_nn::Linear` keeps
-/// the file's `(out, in)` and multiplies by a transposed view: for a short text, repacking
-/// that view on every call cost as much as the product itself.)
-struct Dense {
-    weight: Tensor,
-    bias: Tensor,
+/// A fully connected layer. In `f32`, its weights are stored transposed, `(in, out)` and
+/// contiguous, so that the matrix product reads them in the order it packs them.
+/// (`candle_nn::Linear` keeps the file's `(out, in)` and multiplies by a transposed view: for
+/// a short text, repacking that view on every call cost as much as the product itself.) In
+/// bfloat16 ([`EmbeddingPrecision::Bf16`] on a CPU that has it), the weights are packed for
+/// [`PackedDense`] instead, and the `f32` copy is not kept.
+enum Dense {
+    F32 { weight: Tensor, bias: Tensor },
+    Bf16(PackedDense),
 }
 
 impl Dense {
     /// From the file's `(out, in)` weight.
-    fn new(weight: &Tensor, bias: Tensor) -> Result<Self> {
-        Ok(Dense {
-            weight: weight.t()?.contiguous()?,
-            bias,
-        })
+    fn new(weight: &Tensor, bias: Tensor, precision: EmbeddingPrecision) -> Result<Self> {
+        let weight = weight.t()?.contiguous()?;
+        if precision == EmbeddingPrecision::Bf16 && bf16::supported() {
+            let (inputs, outputs) = weight.dims2()?;
+            let packed = PackedDense::pack(
+                &weight.flatten_all()?.to_vec1::<f32>()?,
+                inputs,
+                outputs,
+                &bias.to_vec1::<f32>()?,
+            );
+            if let Some(packed) = packed {
+                return Ok(Dense::Bf16(packed));
+            }
+        }
+        Ok(Dense::F32 { weight, bias })
     }
 
-    fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> Result<Self> {
+    fn load(
+        inputs: usize,
+        outputs: usize,
+        vb: VarBuilder,
+        precision: EmbeddingPrecision,
+    ) -> Result<Self> {
         Dense::new(
             &vb.get((outputs, inputs), "weight")?,
             vb.get(outputs, "bias")?,
+            precision,
         )
     }
 
     /// `(..., in)` -> `(..., out)`.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut dims = x.dims().to_vec();
-        let inputs = dims.pop().unwrap_or(0);
-        let rows = dims.iter().product::<usize>();
-        dims.push(self.weight.dim(1)?);
-        x.reshape((rows, inputs))?
-            .matmul(&self.weight)?
-            .broadcast_add(&self.bias)?
-            .reshape(dims)
+        match self {
+            Dense::F32 { weight, bias } => {
+                let mut dims = x.dims().to_vec();
+                let inputs = dims.pop().unwrap_or(0);
+                let rows = dims.iter().product::<usize>();
+                dims.push(weight.dim(1)?);
+                x.reshape((rows, inputs))?
+                    .matmul(weight)?
+                    .broadcast_add(bias)?
+                    .reshape(dims)
+            }
+            Dense::Bf16(packed) => x.contiguous()?.apply_op1_no_bwd(&BfDense(packed)),
+        }
+    }
+}
+
+/// A [`PackedDense`] product as a tensor operation.
+struct BfDense<'a>(&'a PackedDense);
+
+impl CustomOp1 for BfDense<'_> {
+    fn name(&self) -> &'static str {
+        "dense-bf16"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(values), Some((start, end))) = (storage, layout.contiguous_offsets())
+        else {
+            candle_core::bail!("a bf16 dense layer takes a contiguous f32 tensor");
+        };
+        let mut dims = layout.shape().dims().to_vec();
+        if dims.pop() != Some(self.0.inputs()) {
+            candle_core::bail!(
+                "a bf16 dense layer of {} inputs got {:?}",
+                self.0.inputs(),
+                layout.shape()
+            );
+        }
+        dims.push(self.0.outputs());
+        let Some(out) = self.0.forward(&values[start..end]) else {
+            candle_core::bail!("a bf16 dense layer got a partial row");
+        };
+        Ok((CpuStorage::F32(out), Shape::from(dims)))
     }
 }
 
@@ -92,7 +147,7 @@ pub struct Encoder {
 
 impl Encoder {
     /// Loads the weights (names as in the model's safetensors file, no `bert.` prefix).
-    pub fn load(vb: VarBuilder, config: &Config) -> Result<Self> {
+    pub fn load(vb: VarBuilder, config: &Config, precision: EmbeddingPrecision) -> Result<Self> {
         if config.hidden_act != "gelu" {
             candle_core::bail!("unsupported activation {}", config.hidden_act);
         }
@@ -130,20 +185,28 @@ impl Encoder {
             let qkv = Dense::new(
                 &Tensor::cat(&[(qw * scale)?, kw, vw], 0)?,
                 Tensor::cat(&[(qb * scale)?, kb, vb_], 0)?,
+                precision,
             )?;
             layers.push(Layer {
                 qkv,
-                attention_out: Dense::load(hidden, hidden, attention.pp("output").pp("dense"))?,
+                attention_out: Dense::load(
+                    hidden,
+                    hidden,
+                    attention.pp("output").pp("dense"),
+                    precision,
+                )?,
                 attention_norm: layer_norm(hidden, eps, attention.pp("output").pp("LayerNorm"))?,
                 up: Dense::load(
                     hidden,
                     config.intermediate_size,
                     vb.pp("intermediate").pp("dense"),
+                    precision,
                 )?,
                 down: Dense::load(
                     config.intermediate_size,
                     hidden,
                     vb.pp("output").pp("dense"),
+                    precision,
                 )?,
                 output_norm: layer_norm(hidden, eps, vb.pp("output").pp("LayerNorm"))?,
             });

@@ -13,6 +13,7 @@ use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use super::bert::{mean_pool_normalized, Config, Encoder};
 use super::{EmbedError, Embedder};
+use crate::config::EmbeddingPrecision;
 
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 const MAX_TOKENS: usize = 256;
@@ -39,8 +40,8 @@ fn inference_error(e: impl std::fmt::Display) -> EmbedError {
 
 impl LocalEmbedder {
     /// Loads the model from a directory holding `config.json`, `tokenizer.json` and
-    /// `model.safetensors`.
-    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+    /// `model.safetensors`, to multiply in `precision`.
+    pub fn load(dir: &Path, precision: EmbeddingPrecision) -> Result<Self, EmbedError> {
         tune_for_inference();
         let file = |name: &str| -> PathBuf { dir.join(name) };
         for name in ["config.json", "tokenizer.json", "model.safetensors"] {
@@ -66,7 +67,7 @@ impl LocalEmbedder {
         let weights = std::fs::read(file("model.safetensors")).map_err(load_error)?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(load_error)?;
-        let bert = Encoder::load(vb, &config).map_err(load_error)?;
+        let bert = Encoder::load(vb, &config, precision).map_err(load_error)?;
         // The weights file (about 90 MB, read whole) is dropped now that the tensors hold the
         // weights. mimalloc purges freed memory lazily, on later allocator activity, so an idle
         // server kept it (241 MB against 167 MB at start-up; docs/BENCHMARKS.md): give it back.
@@ -234,8 +235,14 @@ mod tests {
             })
     }
 
+    /// The model as the server loads it by default.
     fn model() -> LocalEmbedder {
-        LocalEmbedder::load(&model_dir()).unwrap_or_else(|e| panic!("{e}"))
+        LocalEmbedder::load(&model_dir(), EmbeddingPrecision::Bf16)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn model_f32() -> LocalEmbedder {
+        LocalEmbedder::load(&model_dir(), EmbeddingPrecision::F32).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn embed(model: &LocalEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
@@ -260,6 +267,16 @@ mod tests {
         assert!((similarity - 0.7689).abs() < 0.002, "cosine {similarity}");
     }
 
+    /// Short, long (truncated at 256 tokens) and Unicode texts, shared by the encoder tests.
+    fn probe_texts() -> Vec<String> {
+        vec![
+            "deploys are on Thursday".to_string(),
+            "What city do I live in?".to_string(),
+            "the committee reviewed the quarterly report and found that revenue grew. ".repeat(40),
+            "Ünïcödé, numbers 42 and ids like ab-123 survive tokenization.".to_string(),
+        ]
+    }
+
     /// The encoder of `bert.rs` against candle-transformers' BERT on the same weights and
     /// tokens: short, long (truncated at 256) and padded inputs in one batch.
     #[test]
@@ -271,15 +288,9 @@ mod tests {
         let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).unwrap();
         let reference = BertModel::load(vb, &config).unwrap();
-        let ours = model();
-        let long =
-            "the committee reviewed the quarterly report and found that revenue grew. ".repeat(40);
-        let texts = [
-            "deploys are on Thursday",
-            "What city do I live in?",
-            long.as_str(),
-            "Ünïcödé, numbers 42 and ids like ab-123 survive tokenization.",
-        ];
+        let ours = model_f32();
+        let texts = probe_texts();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let encodings = ours
             .model
             .tokenizer
@@ -306,6 +317,29 @@ mod tests {
                 .fold(0.0_f32, f32::max);
             assert!(drift < 1e-5, "{drift} on {text:.30}");
         }
+    }
+
+    /// bfloat16 products (on a CPU with AVX512_BF16; elsewhere the same `f32` path) keep every
+    /// vector within a small angle of the `f32` encoder's, for short, long and padded texts.
+    #[test]
+    fn bf16_products_stay_close_to_f32() {
+        let mut texts = probe_texts();
+        texts.push("I moved to Berlin last spring and I love it there.".to_string());
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (fast, exact) = (model(), model_f32());
+        let a = embed(&fast, &texts);
+        let b = embed(&exact, &texts);
+        for (text, (a, b)) in texts.iter().zip(a.iter().zip(&b)) {
+            let similarity = cosine(a, b);
+            assert!(similarity > 0.999, "cosine {similarity} on {text:.30}");
+        }
+        // The pair of the reference test keeps its similarity.
+        let v = embed(
+            &fast,
+            &["The cat sits on the mat.", "A cat is sitting on a rug."],
+        );
+        let similarity = cosine(&v[0], &v[1]);
+        assert!((similarity - 0.7689).abs() < 0.005, "cosine {similarity}");
     }
 
     /// Guards the option number of `tune_for_inference`: with this mimalloc, the option before
@@ -335,20 +369,31 @@ mod tests {
         assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.1);
     }
 
+    /// In `f32`, padding moves no component by more than 1e-4. In bfloat16 the attention's
+    /// `f32` products, blocked differently for another batch shape, can move a value across a
+    /// rounding step, so the check there is on the angle.
     #[test]
     fn batching_and_padding_do_not_change_vectors() {
-        let model = model();
-        let alone = embed(&model, &["deploys are on Thursday"]);
         let long =
             "a much longer sentence that forces the batch to be padded well beyond the short one, \
                     with many more tokens than it has";
-        let batched = embed(&model, &[long, "deploys are on Thursday", "hi"]);
+        let exact = model_f32();
+        let alone = embed(&exact, &["deploys are on Thursday"]);
+        let batched = embed(&exact, &[long, "deploys are on Thursday", "hi"]);
         let drift = alone[0]
             .iter()
             .zip(&batched[1])
             .map(|(a, b)| (a - b).abs())
             .fold(0.0_f32, f32::max);
         assert!(drift < 1e-4, "padding changed the vector by {drift}");
+        let fast = model();
+        let alone = embed(&fast, &["deploys are on Thursday"]);
+        let batched = embed(&fast, &[long, "deploys are on Thursday", "hi"]);
+        let similarity = cosine(&alone[0], &batched[1]);
+        assert!(
+            similarity > 0.9999,
+            "padding moved the vector to cosine {similarity}"
+        );
     }
 
     #[test]
@@ -384,7 +429,7 @@ mod tests {
 
     #[test]
     fn a_missing_model_says_how_to_install_it() {
-        let error = LocalEmbedder::load(Path::new("/nonexistent/model"))
+        let error = LocalEmbedder::load(Path::new("/nonexistent/model"), EmbeddingPrecision::Bf16)
             .err()
             .expect("an error");
         assert!(

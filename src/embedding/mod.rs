@@ -6,6 +6,7 @@
 //! actor's mailbox. Query vectors are cached (moka), so a repeated query costs nothing.
 
 mod bert;
+mod bf16;
 mod local;
 mod remote;
 
@@ -15,6 +16,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+/// Whether this CPU runs the bfloat16 products of `embedding_precision = "bf16"`.
+pub use bf16::supported as bf16_supported;
 pub use local::LocalEmbedder;
 pub use remote::RemoteEmbedder;
 

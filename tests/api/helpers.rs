@@ -92,7 +92,7 @@ pub fn shared_embedder(settings: &Settings) -> Arc<dyn Embedder> {
     MODEL
         .get_or_init(|| {
             Arc::new(
-                LocalEmbedder::load(&settings.embedding_model_dir)
+                LocalEmbedder::load(&settings.embedding_model_dir, settings.embedding_precision)
                     .expect("the embedding model (run scripts/install-model.sh)"),
             )
         })
