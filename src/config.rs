@@ -355,7 +355,9 @@ mod tests {
             assert_eq!(s.embedding_precision, EmbeddingPrecision::F32);
             jail.set_env("MEMVAULT_EMBEDDING_PRECISION", "int8");
             let refused = Settings::figment(Path::new("memvault.toml")).extract::<Settings>();
-            let refused = refused.expect_err("an unknown precision is refused").to_string();
+            let refused = refused
+                .expect_err("an unknown precision is refused")
+                .to_string();
             assert!(refused.contains("EMBEDDING_PRECISION"), "{refused}");
             jail.set_env("MEMVAULT_EMBEDDING_PRECISION", "bf16");
             jail.set_env("MEMVAULT_DATABASE_URL", "sqlite://x.db");

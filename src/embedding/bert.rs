@@ -16,8 +16,8 @@ use candle_core::{
 use candle_nn::{layer_norm, LayerNorm, VarBuilder};
 use rayon::prelude::*;
 
-use super::bf16::{self, PackedDense};
 use crate::config::EmbeddingPrecision;
+use memvault_kernels::bf16::{self, PackedDense};
 use serde::Deserialize;
 
 /// Elements per parallel task of the element-wise passes.

@@ -6,7 +6,6 @@
 //! actor's mailbox. Query vectors are cached (moka), so a repeated query costs nothing.
 
 mod bert;
-mod bf16;
 mod local;
 mod remote;
 
@@ -16,9 +15,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-/// Whether this CPU runs the bfloat16 products of `embedding_precision = "bf16"`.
-pub use bf16::supported as bf16_supported;
 pub use local::LocalEmbedder;
+/// Whether this CPU runs the bfloat16 products of `embedding_precision = "bf16"`.
+pub use memvault_kernels::bf16::supported as bf16_supported;
 pub use remote::RemoteEmbedder;
 
 /// Texts sent to an embedding server in one request, and single saves gathered into one
