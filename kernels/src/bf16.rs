@@ -100,15 +100,20 @@ impl PackedDense {
     }
 
     /// `x · W + bias` for `x` of `rows` rows (`x.len() / inputs`), into a new `rows x outputs`
-    /// buffer. `None` when `x` is not a whole number of rows.
+    /// buffer. `None` when `x` is not a whole number of rows (or off x86-64, where no
+    /// `PackedDense` is ever made).
     pub fn forward(&self, x: &[f32]) -> Option<Vec<f32>> {
         if !x.len().is_multiple_of(self.inputs) {
             return None;
         }
-        let rows = x.len() / self.inputs;
-        let mut out = vec![0.0f32; rows * self.outputs];
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
         #[cfg(target_arch = "x86_64")]
         {
+            let rows = x.len() / self.inputs;
+            let mut out = vec![0.0f32; rows * self.outputs];
             let a = to_bf16_rows(x);
             let panels = self.outputs / PANEL;
             let row_blocks = rows.div_ceil(ROWS_PER_TASK);
@@ -121,8 +126,8 @@ impl PackedDense {
                 // task writes only its own rows of its own panel's columns, inside `out`.
                 unsafe { self.block(&a, first, count, panel, &out_ptr) };
             });
+            Some(out)
         }
-        Some(out)
     }
 
     /// Rows `first..first + count` of panel `panel`, tile by tile.
