@@ -36,6 +36,9 @@ pub fn bench_settings(settings: Settings) -> Settings {
 pub fn model_precision(settings: &Settings) -> &'static str {
     match settings.embedding_precision {
         EmbeddingPrecision::F32 => "f32 products",
+        EmbeddingPrecision::Bf16 if memvault::embedding::bf16_amx_supported() => {
+            "bfloat16 products (AMX tiles)"
+        }
         EmbeddingPrecision::Bf16 if memvault::embedding::bf16_supported() => {
             "bfloat16 products (AVX512_BF16)"
         }

@@ -6,4 +6,5 @@
 //! the test suites, which run the real model, would pay for it. No I/O, no async, no
 //! knowledge of models or storage: slices in, slices out.
 
+pub mod activations;
 pub mod bf16;

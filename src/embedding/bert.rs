@@ -2,7 +2,8 @@
 //! inference only.
 //!
 //! Why not `candle-transformers`' BERT: its GELU calls a scalar `erf` per element, which `perf`
-//! put at 12 % of a chunk's encoding on 2 cores; here GELU is one vectorisable pass ([`gelu`]).
+//! put at 12 % of a chunk's encoding on 2 cores; here GELU is one vectorised pass ([`Gelu`],
+//! `memvault_kernels::activations`, compiled for the widest vectors the CPU has).
 //! It also runs three matrix products for query, key and value and scales the scores
 //! afterwards; here the three are one product with the scale folded into the query weights at
 //! load time; the padding mask is applied inside the softmax ([`MaskedSoftmax`]) instead of
@@ -17,6 +18,7 @@ use candle_nn::{layer_norm, LayerNorm, VarBuilder};
 use rayon::prelude::*;
 
 use crate::config::EmbeddingPrecision;
+use memvault_kernels::activations;
 use memvault_kernels::bf16::{self, PackedDense};
 use serde::Deserialize;
 
@@ -291,9 +293,7 @@ impl CustomOp1 for Gelu {
         out.par_chunks_mut(PAR_BLOCK)
             .zip(src.par_chunks(PAR_BLOCK))
             .for_each(|(out, src)| {
-                for (o, &x) in out.iter_mut().zip(src) {
-                    *o = gelu(x);
-                }
+                activations::gelu(src, out);
             });
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
@@ -336,91 +336,16 @@ impl CustomOp2 for MaskedSoftmax {
             .for_each(|(row, (out, scores))| {
                 let item = row / rows_per_item;
                 let mask = &mask[item * keys..(item + 1) * keys];
-                masked_softmax(scores, mask, out);
+                activations::masked_softmax(scores, mask, out);
             });
         Ok((CpuStorage::F32(out), scores_layout.shape().clone()))
     }
-}
-
-/// One row: `out[i] = e^(s[i] - max) / sum` over the keys with `mask[i] != 0`, 0 elsewhere.
-/// (Every row has at least one real token, the [CLS] token.)
-fn masked_softmax(scores: &[f32], mask: &[f32], out: &mut [f32]) {
-    let max = scores
-        .iter()
-        .zip(mask)
-        .filter(|(_, &m)| m != 0.0)
-        .fold(f32::NEG_INFINITY, |max, (&s, _)| max.max(s));
-    let mut sum = 0.0;
-    for ((o, &s), &m) in out.iter_mut().zip(scores).zip(mask) {
-        *o = exp_nonpositive(s - max) * m;
-        sum += *o;
-    }
-    let scale = 1.0 / sum;
-    for o in out.iter_mut() {
-        *o *= scale;
-    }
-}
-
-/// `x * Φ(x) = x/2 * (1 + erf(x/√2))`, within 1e-6 (relative to 1 + |x|) of the exact value; branch-free and made of
-/// operations the compiler vectorises (no library calls), unlike `erf` and `exp`.
-#[inline(always)]
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// erf by Abramowitz and Stegun's formula 7.1.26 (absolute error under 1.5e-7):
-/// `1 - (a1 t + a2 t² + a3 t³ + a4 t⁴ + a5 t⁵) e^(-x²)` with `t = 1 / (1 + p |x|)`, odd in x.
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    const P: f32 = 0.327_591_1;
-    const A1: f32 = 0.254_829_6;
-    const A2: f32 = -0.284_496_74;
-    const A3: f32 = 1.421_413_8;
-    const A4: f32 = -1.453_152_1;
-    const A5: f32 = 1.061_405_4;
-    let z = x.abs();
-    let t = 1.0 / (1.0 + P * z);
-    let poly = t * (A1 + t * (A2 + t * (A3 + t * (A4 + t * A5))));
-    let y = 1.0 - poly * exp_nonpositive(-z * z);
-    y.copysign(x)
-}
-
-/// `e^x` for `x <= 0`, branch-free: `2^(x log2 e)` split into an integer power of two, written
-/// into the exponent bits, and `2^f` for `f` in [-0.5, 0.5] by its Taylor series to the 6th
-/// power (relative error under 2e-7 (1 + |x|), most of it from rounding `x log2 e`). Below
-/// about -87 the result is 2^-126 ≈ 1e-38, which is 0
-/// for every use here.
-#[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
-    // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a library call.
-    const ROUND: f32 = 12_582_912.0;
-    let y = (x * std::f32::consts::LOG2_E).max(-126.0);
-    let n = (y + ROUND) - ROUND;
-    let t = (y - n) * std::f32::consts::LN_2;
-    let two_to_f = 1.0
-        + t * (1.0
-            + t * (0.5
-                + t * (1.0 / 6.0 + t * (1.0 / 24.0 + t * (1.0 / 120.0 + t * (1.0 / 720.0))))));
-    let two_to_n = f32::from_bits(((n as i32 + 127) as u32) << 23);
-    two_to_f * two_to_n
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use candle_core::Device;
-
-    #[test]
-    fn exp_matches_the_library() {
-        for i in 0..=10_000 {
-            let x = -(i as f32) * 0.01; // 0 .. -100
-            let (fast, exact) = (exp_nonpositive(x), x.exp());
-            assert!(
-                (fast - exact).abs() <= 2e-7 * (1.0 - x) * exact || (exact < 1e-37 && fast < 2e-38),
-                "exp({x}) = {fast}, expected {exact}"
-            );
-        }
-    }
 
     #[test]
     fn gelu_matches_candles_exact_gelu() {
@@ -438,8 +363,6 @@ mod tests {
                 "gelu({x}) = {a}, expected {b}"
             );
         }
-        assert_eq!(gelu(0.0), 0.0);
-        assert!(erf(-3.0) < -0.9999 && erf(3.0) > 0.9999);
     }
 
     #[test]
