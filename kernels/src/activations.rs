@@ -149,14 +149,14 @@ fn softmax_body(scores: &[f32], mask: &[f32], out: &mut [f32]) {
 
 /// `x * Φ(x) = x/2 * (1 + erf(x/√2))`.
 #[inline(always)]
-pub fn gelu_one(x: f32) -> f32 {
+fn gelu_one(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 /// erf by Abramowitz and Stegun's formula 7.1.26 (absolute error under 1.5e-7):
 /// `1 - (a1 t + a2 t² + a3 t³ + a4 t⁴ + a5 t⁵) e^(-x²)` with `t = 1 / (1 + p |x|)`, odd in x.
 #[inline(always)]
-pub fn erf(x: f32) -> f32 {
+fn erf(x: f32) -> f32 {
     const P: f32 = 0.327_591_1;
     const A1: f32 = 0.254_829_6;
     const A2: f32 = -0.284_496_74;
@@ -175,7 +175,7 @@ pub fn erf(x: f32) -> f32 {
 /// power (relative error under 2e-7 (1 + |x|), most of it from rounding `x log2 e`). Below
 /// about -87 the result is 2^-126 ≈ 1e-38, which is 0 for every use here.
 #[inline(always)]
-pub fn exp_nonpositive(x: f32) -> f32 {
+fn exp_nonpositive(x: f32) -> f32 {
     // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a library call.
     const ROUND: f32 = 12_582_912.0;
     let y = (x * std::f32::consts::LOG2_E).max(-126.0);
