@@ -51,6 +51,42 @@ pub struct MemoryLimits {
     pub ultimate: u64,
 }
 
+/// Limits of each worker process that parses or recognises an upload (docs/CONFIGURATION.md).
+/// Every limit is named in the message of a document that hits it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerSettings {
+    /// Address space (`RLIMIT_AS`), MB.
+    pub memory_mb: u64,
+    /// CPU time (`RLIMIT_CPU`), seconds.
+    pub cpu_secs: u64,
+    /// Wall-clock time from start to answer, seconds; then the worker is killed.
+    pub deadline_secs: u64,
+    /// Text and images handed back, MB.
+    pub output_mb: u64,
+    /// Landlock (file access only beneath the worker's own directory, no TCP) and a seccomp
+    /// filter (no sockets, exec or new processes). Where the kernel lacks them the worker runs
+    /// without, and the server logs a warning; turn off only for a kernel that misbehaves.
+    pub confine: bool,
+    /// Where each worker's own directory is made (removed after it); unset: `data_dir/workers`.
+    pub dir: Option<PathBuf>,
+    /// The memvault binary to start as a worker; unset: this executable.
+    pub program: Option<PathBuf>,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            memory_mb: 1024,
+            cpu_secs: 60,
+            deadline_secs: 120,
+            output_mb: 64,
+            confine: true,
+            dir: None,
+            program: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// Address to listen on.
@@ -133,8 +169,20 @@ pub struct Settings {
     pub fetch_allow_private: bool,
     pub fetch_timeout_secs: u64,
     pub fetch_max_redirects: usize,
-    /// Documents processed at once.
+    /// Documents processed at once, all workspaces together.
     pub ingest_max_documents: usize,
+    /// Documents of one workspace processed at once: the other slots stay free for other
+    /// workspaces, which take turns in the queue (one tenant's uploads cannot hold every slot).
+    pub ingest_max_documents_per_workspace: usize,
+    /// Text one document may hand to chunking, parsed and recognised together (MB).
+    pub ingest_max_text_mb: usize,
+    /// Chunks one document may make.
+    pub ingest_max_chunks: usize,
+    /// Facts kept from one document (extraction stops there; the document completes).
+    pub ingest_max_facts: usize,
+    /// The worker processes that decode uploads (`[worker]` in the file,
+    /// `MEMVAULT_WORKER__MEMORY_MB` and so on in the environment).
+    pub worker: WorkerSettings,
     /// Attempts per document before it is `failed`.
     pub ingest_max_attempts: u32,
     /// A phase that records no progress for this long is killed and retried.
@@ -246,7 +294,12 @@ impl Default for Settings {
             fetch_allow_private: false,
             fetch_timeout_secs: 20,
             fetch_max_redirects: 5,
-            ingest_max_documents: 2,
+            ingest_max_documents: 3,
+            ingest_max_documents_per_workspace: 2,
+            ingest_max_text_mb: 10,
+            ingest_max_chunks: 20_000,
+            ingest_max_facts: 50_000,
+            worker: WorkerSettings::default(),
             ingest_max_attempts: 4,
             ingest_stale_ms: 120_000,
             ingest_backoff_ms: 1_000,

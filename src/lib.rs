@@ -23,6 +23,7 @@ pub mod llm;
 pub mod mcp;
 pub mod model;
 pub mod ocr;
+pub mod sandbox;
 pub mod search;
 pub mod services;
 pub mod startup;

@@ -20,7 +20,7 @@ use crate::http::{self, AppState};
 use crate::judge::{HeuristicJudge, LlmJudge, UpdateJudge};
 use crate::llm::{ChatClient, LlmExtractor};
 use crate::mcp::{self, McpSettings};
-use crate::ocr::TesseractOcr;
+use crate::sandbox::{WorkerLimits, Workers, WorkersConfig};
 use crate::search::vectors::VectorConfig;
 use crate::search::SearchEngine;
 use crate::services::accounts::AccountsConfig;
@@ -30,7 +30,8 @@ use crate::services::oauth::OAuthService;
 use crate::services::vault::{FetchPolicy, OfflineExtractor, VaultDeps, VaultService};
 use crate::services::{AccountsService, MemoryService};
 use crate::storage::{self, ActorStore, Store};
-use memvault_pipelines::pipeline::{Faults, Ingestion, Ocr, PipelineConfig};
+use memvault_pipelines::parse::ParseLimits;
+use memvault_pipelines::pipeline::{Decoder, Faults, Ingestion, PipelineConfig};
 
 /// Attempts of a long-note job, and the backoff between them.
 const JOB_ATTEMPTS: u32 = 3;
@@ -49,6 +50,11 @@ pub struct Overrides {
     pub skip_index_rebuild: bool,
     /// Failures injected into the ingestion pipeline (tests of retries and chaos).
     pub pipeline_faults: Option<Arc<dyn Faults>>,
+    /// Workers obey test-only fault inputs (the hostile-input suite).
+    pub worker_faults: bool,
+    /// Decode documents with this instead of worker processes: only the benchmark that
+    /// measures what the workers cost sets it (the server never decodes uploads itself).
+    pub decoder: Option<Arc<dyn Decoder>>,
 }
 
 pub struct Application {
@@ -266,17 +272,22 @@ impl Application {
                 "vault indexes rebuilt from the database"
             );
         }
-        let ocr: Arc<dyn Ocr> = Arc::new(
-            TesseractOcr::start(settings.ocr_data_dir.clone(), settings.ocr_language.clone())
-                .context("cannot start the ocr thread")?,
-        );
-        let mut engines = vault.pipeline_engines(ocr);
+        let decoder: Arc<dyn Decoder> = match overrides.decoder {
+            Some(decoder) => decoder,
+            None => Workers::new(workers_config(settings, overrides.worker_faults)?)
+                .context("cannot make the workers' directory")?,
+        };
+        let mut engines = vault.pipeline_engines(decoder);
         engines.faults = overrides.pipeline_faults;
         let stale_after = Duration::from_millis(settings.ingest_stale_ms.max(1));
         let (ingestion, _) = Ingestion::start(
             engines,
             PipelineConfig {
                 max_documents: settings.ingest_max_documents.max(1),
+                max_documents_per_workspace: settings.ingest_max_documents_per_workspace.max(1),
+                max_text_bytes: settings.ingest_max_text_mb.max(1) * 1024 * 1024,
+                max_chunks: settings.ingest_max_chunks.max(1),
+                max_facts: settings.ingest_max_facts,
                 max_attempts: settings.ingest_max_attempts.max(1),
                 backoff_base: Duration::from_millis(settings.ingest_backoff_ms),
                 backoff_cap: Duration::from_millis(settings.ingest_backoff_cap_ms),
@@ -542,4 +553,41 @@ pub async fn shutdown_signal() {
         _ = terminate => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+/// How the document workers start, from the settings. A worker directory left by a server that
+/// was killed is removed here (each worker removes its own when it ends).
+fn workers_config(settings: &Settings, faults: bool) -> anyhow::Result<WorkersConfig> {
+    let worker = &settings.worker;
+    let dir = worker
+        .dir
+        .clone()
+        .unwrap_or_else(|| settings.data_dir.join("workers"));
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("worker-") {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let program = match &worker.program {
+        Some(program) => program.clone(),
+        None => std::env::current_exe().context("cannot find this executable to start workers")?,
+    };
+    const MB: u64 = 1024 * 1024;
+    Ok(WorkersConfig {
+        program,
+        dir,
+        limits: WorkerLimits {
+            memory_bytes: worker.memory_mb.max(64) * MB,
+            cpu_secs: worker.cpu_secs.max(1),
+            deadline: Duration::from_secs(worker.deadline_secs.max(1)),
+            output_bytes: worker.output_mb.max(1) * MB,
+        },
+        parse_limits: ParseLimits::default(),
+        ocr_language: settings.ocr_language.clone(),
+        ocr_data_dir: settings.ocr_data_dir.clone(),
+        confine: worker.confine,
+        faults,
+    })
 }

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use memvault_pipelines::model::{ChunkDraft, Section};
 use memvault_pipelines::pipeline::{
-    ChunkVectors, EmbeddedFact, Phase, Progress, StatusChange, StoredChunk,
+    ChunkVectors, EmbeddedFact, Phase, Progress, Status, StatusChange, StoredChunk,
 };
 use uuid::Uuid;
 
@@ -63,6 +63,16 @@ pub struct DocumentRemoval {
     pub memory_ids: Vec<Uuid>,
 }
 
+/// A document a stop left unfinished, as start-up resumes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfinished {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub status: Status,
+    /// Attempts started so far (the one running when the server stopped included).
+    pub attempts: u32,
+}
+
 #[async_trait]
 pub trait VaultStore: Send + Sync + 'static {
     // Vaults.
@@ -89,8 +99,8 @@ pub trait VaultStore: Send + Sync + 'static {
     ) -> StoreResult<(Vec<Document>, i64)>;
     /// Oldest first.
     async fn document_events(&self, id: Uuid) -> StoreResult<Vec<DocumentEvent>>;
-    /// Documents in `pending`, `processing` or `retrying`, oldest first, with their attempts.
-    async fn unfinished_documents(&self) -> StoreResult<Vec<(Uuid, i64)>>;
+    /// Documents in `pending`, `processing` or `retrying`, oldest first.
+    async fn unfinished_documents(&self) -> StoreResult<Vec<Unfinished>>;
     /// Back to `pending` with no attempts and no error (a retry on request); the committed
     /// phases stay, so the work resumes after them. `false` when there is no such document.
     async fn reset_document(

@@ -14,7 +14,8 @@ use uuid::Uuid;
 
 use super::sql::{PgStore, SqliteStore};
 use super::vault::{
-    DocumentRemoval, IndexedChunk, IndexedVaultMemory, NewCompanyFact, PipelineDocument, VaultStore,
+    DocumentRemoval, IndexedChunk, IndexedVaultMemory, NewCompanyFact, PipelineDocument,
+    Unfinished, VaultStore,
 };
 use super::StoreResult;
 use crate::embedding;
@@ -681,13 +682,22 @@ macro_rules! vault_sql {
                 .collect())
             }
 
-            async fn unfinished_documents(&self) -> StoreResult<Vec<(Uuid, i64)>> {
-                Ok(sqlx::query_as::<$db, (Uuid, i64)>(
-                    "SELECT id, attempts FROM vault_documents \
+            async fn unfinished_documents(&self) -> StoreResult<Vec<Unfinished>> {
+                let rows = sqlx::query_as::<$db, (Uuid, Uuid, String, i64)>(
+                    "SELECT id, workspace_id, status, attempts FROM vault_documents \
                      WHERE status IN ('pending', 'processing', 'retrying') ORDER BY created_at, id",
                 )
                 .fetch_all(&self.pool)
-                .await?)
+                .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(id, workspace_id, status, attempts)| Unfinished {
+                        id,
+                        workspace_id,
+                        status: Status::parse(&status).unwrap_or(Status::Pending),
+                        attempts: u32::try_from(attempts.max(0)).unwrap_or(u32::MAX),
+                    })
+                    .collect())
             }
 
             async fn reset_document(

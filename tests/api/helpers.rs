@@ -1,12 +1,13 @@
 //! `spawn_app()`: a server on port 0 with a fresh database, a workspace and its key.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
-use memvault::config::{LogFormat, Settings, Switch};
+use memvault::config::{LogFormat, Settings, Switch, WorkerSettings};
 use memvault::embedding::{EmbedError, Embedder, LocalEmbedder};
 use memvault::http::AppState;
 use memvault::model::Plan;
@@ -33,6 +34,8 @@ pub fn postgres_url() -> Option<String> {
 pub struct TestDb {
     pub url: String,
     _dir: Option<tempfile::TempDir>,
+    /// The server's own files: its document workers' directories.
+    pub work: Arc<tempfile::TempDir>,
 }
 
 static PG_CLEANED: OnceCell<()> = OnceCell::const_new();
@@ -72,6 +75,7 @@ pub async fn fresh_database() -> TestDb {
             TestDb {
                 url: url.to_string(),
                 _dir: None,
+                work: Arc::new(tempfile::tempdir().expect("temp dir")),
             }
         }
         None => {
@@ -80,6 +84,7 @@ pub async fn fresh_database() -> TestDb {
             TestDb {
                 url,
                 _dir: Some(dir),
+                work: Arc::new(tempfile::tempdir().expect("temp dir")),
             }
         }
     }
@@ -137,6 +142,12 @@ pub fn test_settings(db: &TestDb) -> Settings {
         fetch_allow_private: true,
         ingest_backoff_ms: 20,
         ingest_backoff_cap_ms: 200,
+        worker: WorkerSettings {
+            // The test binary is not memvault: workers are the memvault binary Cargo built.
+            program: Some(PathBuf::from(env!("CARGO_BIN_EXE_memvault"))),
+            dir: Some(db.work.path().join("workers")),
+            ..WorkerSettings::default()
+        },
         ..Settings::default()
     }
 }
@@ -224,6 +235,8 @@ async fn start_server(
             })),
             skip_index_rebuild: false,
             pipeline_faults: faults,
+            worker_faults: true,
+            decoder: None,
         },
     )
     .await
@@ -355,11 +368,13 @@ impl TestApp {
     /// and key (everything in memory is rebuilt from the database).
     pub async fn restart(mut self) -> TestApp {
         self.shut_down().await;
+        let work = self.db.work.clone();
         let db = std::mem::replace(
             &mut self.db,
             TestDb {
                 url: String::new(),
                 _dir: None,
+                work,
             },
         );
         let mut app = start_server(db, self.settings.clone(), None).await;

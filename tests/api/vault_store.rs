@@ -364,8 +364,13 @@ async fn documents_are_stored_read_and_listed_newest_first() {
 
     let unfinished = env.store.unfinished_documents().await.unwrap();
     assert_eq!(
-        unfinished,
-        ids.iter().map(|id| (*id, 0)).collect::<Vec<_>>()
+        unfinished
+            .iter()
+            .map(|d| (d.id, d.workspace_id, d.status, d.attempts))
+            .collect::<Vec<_>>(),
+        ids.iter()
+            .map(|id| (*id, env.workspace_id, Status::Pending, 0))
+            .collect::<Vec<_>>()
     );
 }
 
@@ -407,7 +412,14 @@ async fn status_changes_append_history_in_order() {
         Some("embedder down"),
         "a retry keeps its cause visible"
     );
-    assert_eq!(store.unfinished_documents().await.unwrap(), vec![(id, 2)]);
+    let unfinished = store.unfinished_documents().await.unwrap();
+    assert_eq!(
+        unfinished
+            .iter()
+            .map(|d| (d.id, d.status, d.attempts))
+            .collect::<Vec<_>>(),
+        vec![(id, Status::Processing, 2)]
+    );
 
     store
         .replace_chunks(id, &drafts("history", 3), t + 3)
@@ -495,7 +507,14 @@ async fn status_changes_append_history_in_order() {
     let last = store.document_events(id).await.unwrap().pop().unwrap();
     assert_eq!(last.status, "pending");
     assert_eq!(last.message.as_deref(), Some("retry requested"));
-    assert_eq!(store.unfinished_documents().await.unwrap(), vec![(id, 0)]);
+    let unfinished = store.unfinished_documents().await.unwrap();
+    assert_eq!(
+        unfinished
+            .iter()
+            .map(|d| (d.id, d.status, d.attempts))
+            .collect::<Vec<_>>(),
+        vec![(id, Status::Pending, 0)]
+    );
 }
 
 #[tokio::test]

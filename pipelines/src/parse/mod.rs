@@ -36,7 +36,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::model::{Parsed, SourceKind};
 
 /// Bounds on the work and memory one parse may take.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ParseLimits {
     /// Pages of a PDF.
     pub max_pages: u32,

@@ -16,7 +16,6 @@ use super::{
     PhaseSlots, PipelineConfig, Progress, StoreError,
 };
 use crate::model::Parsed;
-use crate::parse::{self, ParseError};
 
 /// What a generation shares with its supervisor.
 #[derive(Debug, Default)]
@@ -111,9 +110,28 @@ fn piece_mean(pieces: &[Vec<f32>]) -> Vec<f32> {
     mean
 }
 
-fn parse_failure(error: ParseError) -> PhaseError {
-    // Parsing is deterministic: the same bytes fail the same way on every attempt.
-    PhaseError::Permanent(error.to_string())
+/// The text a document hands to chunking is bounded, whatever its format: a refusal, since
+/// the same bytes give the same text on every attempt.
+fn check_text(lengths: impl Iterator<Item = usize>, limit: usize) -> Result<(), PhaseError> {
+    let bytes: usize = lengths.sum();
+    if bytes > limit {
+        return Err(PhaseError::Permanent(format!(
+            "the document holds {} of text, more than the limit of {} per document",
+            megabytes(bytes),
+            megabytes(limit)
+        )));
+    }
+    Ok(())
+}
+
+/// `12.5 MB`, `10 MB`: sizes in messages.
+pub fn megabytes(bytes: usize) -> String {
+    let mb = bytes as f64 / (1024.0 * 1024.0);
+    if (mb - mb.round()).abs() < 0.05 {
+        format!("{} MB", mb.round() as u64)
+    } else {
+        format!("{mb:.1} MB")
+    }
 }
 
 impl DocumentState {
@@ -199,15 +217,25 @@ impl DocumentState {
         Ok(())
     }
 
+    /// Runs a decoder call: bounded in time by the decoder itself (its workers have a
+    /// deadline), so the wait is not silence. Like a wait for a slot, it does not go stale.
+    async fn decoding<T>(&self, call: impl std::future::Future<Output = T>) -> T {
+        let progress = &self.args.shared.progress;
+        progress.set_waiting(true);
+        let out = call.await;
+        progress.set_waiting(false);
+        out
+    }
+
     async fn parse_bytes(&self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
         let raw = self.args.engines.store.raw(self.args.id).await?;
-        let kind = task.kind;
-        let limits = self.args.config.parse_limits.clone();
-        self.blocking(&self.args.slots.parse, move || {
-            parse::parse(kind, &raw, &limits)
-        })
-        .await?
-        .map_err(parse_failure)
+        let decoder = self.args.engines.decoder.clone();
+        let parsed = self.decoding(decoder.parse(task.kind, raw)).await?;
+        check_text(
+            parsed.sections.iter().map(|s| s.text.len()),
+            self.args.config.max_text_bytes,
+        )?;
+        Ok(parsed)
     }
 
     async fn parse(&mut self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
@@ -235,20 +263,29 @@ impl DocumentState {
         let total = parsed.images.len() as u32;
         let mut recognized = Vec::with_capacity(parsed.images.len());
         let mut failures = Vec::new();
-        for (done, image) in parsed.images.iter().enumerate() {
+        let mut done = 0usize;
+        for batch in parsed.images.chunks(self.args.config.ocr_batch.max(1)) {
             self.record(Phase::Ocr, done as u32, total).await?;
-            let ocr = self.args.engines.ocr.clone();
-            let data = image.data.clone();
-            match self
-                .blocking(&self.args.slots.ocr, move || ocr.recognize(&data))
-                .await?
-            {
-                Ok(text) => recognized.push((image.position, image.path.clone(), text)),
-                Err(error) => {
-                    tracing::warn!(document_id = %self.args.id, path = %image.path, %error, "ocr failed on an image");
-                    failures.push(error);
+            let decoder = self.args.engines.decoder.clone();
+            let data: Vec<Vec<u8>> = batch.iter().map(|image| image.data.clone()).collect();
+            let texts = self.decoding(decoder.ocr(data)).await?;
+            if texts.len() != batch.len() {
+                return Err(PhaseError::Transient(format!(
+                    "ocr: {} answers for {} images",
+                    texts.len(),
+                    batch.len()
+                )));
+            }
+            for (image, text) in batch.iter().zip(texts) {
+                match text {
+                    Ok(text) => recognized.push((image.position, image.path.clone(), text)),
+                    Err(error) => {
+                        tracing::warn!(document_id = %self.args.id, path = %image.path, %error, "ocr failed on an image");
+                        failures.push(error);
+                    }
                 }
             }
+            done += batch.len();
         }
         self.record(Phase::Ocr, total, total).await?;
         let sections = merge_ocr(&parsed, &recognized);
@@ -258,6 +295,10 @@ impl DocumentState {
                 None => "no text found in the document, even by ocr".to_string(),
             }));
         }
+        check_text(
+            sections.iter().map(|s| s.text.len()),
+            self.args.config.max_text_bytes,
+        )?;
         Ok(store
             .save_sections(self.args.id, Phase::Ocr, &sections)
             .await?)
@@ -277,6 +318,13 @@ impl DocumentState {
             return Err(PhaseError::Permanent(
                 "no text found in the document".to_string(),
             ));
+        }
+        let max_chunks = self.args.config.max_chunks.max(1);
+        if chunks.len() > max_chunks {
+            return Err(PhaseError::Permanent(format!(
+                "the document makes {} chunks, more than the limit of {max_chunks} chunks per document",
+                chunks.len()
+            )));
         }
         store.save_chunks(self.args.id, &chunks).await?;
         let total = chunks.len() as u32;
@@ -353,6 +401,8 @@ impl DocumentState {
         // boilerplate) reuses its vector instead of being embedded again.
         let mut known: HashMap<String, Vec<f32>> = HashMap::new();
         let mut saved = 0u32;
+        let mut kept = 0usize;
+        let mut capped = false;
         let mut next = 0usize;
         while next < chunks.len() {
             let mut group = Vec::new();
@@ -362,13 +412,24 @@ impl DocumentState {
                 next += 1;
                 // Extraction of each chunk is progress, whatever the counts say.
                 self.args.shared.progress.beat();
-                let facts = self
+                let mut facts = self
                     .args
                     .engines
                     .extractor
                     .extract(&task.title, chunk)
                     .await
                     .map_err(|e| PhaseError::Transient(format!("extraction: {e}")))?;
+                // Facts per document are bounded: past the limit, the chunks are still
+                // searchable, their facts are not kept (counted per generation).
+                let room = self.args.config.max_facts.saturating_sub(kept);
+                if facts.len() > room {
+                    if !capped {
+                        capped = true;
+                        tracing::warn!(document_id = %self.args.id, limit = self.args.config.max_facts, "facts per document reached their limit; later facts are not kept");
+                    }
+                    facts.truncate(room);
+                }
+                kept += facts.len();
                 waiting += facts
                     .iter()
                     .filter(|f| !known.contains_key(&f.content))

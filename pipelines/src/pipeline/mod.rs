@@ -14,6 +14,7 @@
 
 pub mod document;
 pub mod progress;
+pub mod queue;
 pub mod supervisor;
 
 pub use supervisor::{IngestStats, Ingestion, IngestionUnavailable};
@@ -218,9 +219,50 @@ pub trait DocumentStore: Send + Sync + 'static {
     async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<(), StoreError>;
 }
 
-/// Optical character recognition. Blocking: the pipeline calls it on a blocking thread.
+/// Optical character recognition of one image. Blocking. Used by [`InProcess`] only: the
+/// server recognises images in its sandboxed workers.
 pub trait Ocr: Send + Sync + 'static {
     fn recognize(&self, image: &[u8]) -> Result<String, String>;
+}
+
+/// Where a document's untrusted bytes are decoded: parsing (every format) and OCR. The server
+/// implements it with sandboxed worker processes (`src/sandbox/`), so that no upload is ever
+/// decoded inside the process that serves every tenant. Both calls are bounded in time by the
+/// implementation; a failure says whether retrying can help ([`PhaseError::Permanent`] for a
+/// refusal or a limit, [`PhaseError::Transient`] for a crash).
+#[async_trait]
+pub trait Decoder: Send + Sync + 'static {
+    /// The document's bytes -> sections and the images that need OCR.
+    async fn parse(&self, kind: SourceKind, bytes: Vec<u8>) -> Result<Parsed, PhaseError>;
+
+    /// Text of each image, in order: `Err` for an image that could not be read (the others
+    /// still count); the call's own `Err` when the recognition itself broke down.
+    async fn ocr(&self, images: Vec<Vec<u8>>) -> Result<Vec<Result<String, String>>, PhaseError>;
+}
+
+/// Decodes in this process: for the pipeline's own tests and for the benchmark that measures
+/// what the workers cost. The server never uses it (see [`Decoder`]).
+pub struct InProcess {
+    pub limits: ParseLimits,
+    pub ocr: Arc<dyn Ocr>,
+}
+
+#[async_trait]
+impl Decoder for InProcess {
+    async fn parse(&self, kind: SourceKind, bytes: Vec<u8>) -> Result<Parsed, PhaseError> {
+        let limits = self.limits.clone();
+        tokio::task::spawn_blocking(move || crate::parse::parse(kind, &bytes, &limits))
+            .await
+            .map_err(|e| PhaseError::Transient(format!("a parse thread failed: {e}")))?
+            .map_err(|e| PhaseError::Permanent(e.to_string()))
+    }
+
+    async fn ocr(&self, images: Vec<Vec<u8>>) -> Result<Vec<Result<String, String>>, PhaseError> {
+        let ocr = self.ocr.clone();
+        tokio::task::spawn_blocking(move || images.iter().map(|i| ocr.recognize(i)).collect())
+            .await
+            .map_err(|e| PhaseError::Transient(format!("an ocr thread failed: {e}")))
+    }
 }
 
 /// Sections -> chunks.
@@ -270,7 +312,7 @@ pub trait Faults: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct Engines {
     pub store: Arc<dyn DocumentStore>,
-    pub ocr: Arc<dyn Ocr>,
+    pub decoder: Arc<dyn Decoder>,
     pub chunker: Arc<dyn Chunker>,
     pub embedder: Arc<dyn Embedder>,
     pub extractor: Arc<dyn Extractor>,
@@ -280,8 +322,11 @@ pub struct Engines {
 /// Tuning of the pipeline.
 #[derive(Debug, Clone)]
 pub struct PipelineConfig {
-    /// Documents processed at once.
+    /// Documents processed at once, all workspaces together.
     pub max_documents: usize,
+    /// Documents of one workspace processed at once while another workspace has documents
+    /// waiting (see the supervisor's queue): one tenant's uploads cannot hold every slot.
+    pub max_documents_per_workspace: usize,
     /// Generations per document before it is `failed`.
     pub max_attempts: u32,
     pub backoff_base: Duration,
@@ -294,17 +339,25 @@ pub struct PipelineConfig {
     pub persist_every: Duration,
     /// Chunks embedded per batch.
     pub embed_batch: usize,
-    /// Work of each blocking phase (parse, OCR, chunk) running at once, all documents
-    /// together. (Embedding is bounded by the embedder's own batcher, extraction by
-    /// `max_documents`.)
+    /// Chunking work running at once, all documents together. (Parsing and OCR run in the
+    /// decoder's workers, at most one per running document; embedding is bounded by the
+    /// embedder's own batcher, extraction by `max_documents`.)
     pub max_per_phase: usize,
-    pub parse_limits: ParseLimits,
+    /// Images recognised per decoder call (progress is recorded after each call).
+    pub ocr_batch: usize,
+    /// Bytes of text a document may hand to chunking (parsed and recognised together).
+    pub max_text_bytes: usize,
+    /// Chunks a document may make.
+    pub max_chunks: usize,
+    /// Facts kept from one document; extraction stops there (the document still completes).
+    pub max_facts: usize,
 }
 
 impl Default for PipelineConfig {
     fn default() -> Self {
         PipelineConfig {
-            max_documents: 2,
+            max_documents: 3,
+            max_documents_per_workspace: 2,
             max_attempts: 4,
             backoff_base: Duration::from_secs(1),
             backoff_cap: Duration::from_secs(60),
@@ -313,26 +366,24 @@ impl Default for PipelineConfig {
             persist_every: Duration::from_secs(1),
             embed_batch: 16,
             max_per_phase: 1,
-            parse_limits: ParseLimits::default(),
+            ocr_batch: 8,
+            max_text_bytes: 10 * 1024 * 1024,
+            max_chunks: 20_000,
+            max_facts: 50_000,
         }
     }
 }
 
-/// One bound per blocking phase, shared by every document.
+/// The bound on in-process blocking work (chunking), shared by every document.
 #[derive(Debug, Clone)]
 pub struct PhaseSlots {
-    pub parse: Arc<tokio::sync::Semaphore>,
-    pub ocr: Arc<tokio::sync::Semaphore>,
     pub chunk: Arc<tokio::sync::Semaphore>,
 }
 
 impl PhaseSlots {
     pub fn new(per_phase: usize) -> Self {
-        let slot = || Arc::new(tokio::sync::Semaphore::new(per_phase.max(1)));
         PhaseSlots {
-            parse: slot(),
-            ocr: slot(),
-            chunk: slot(),
+            chunk: Arc::new(tokio::sync::Semaphore::new(per_phase.max(1))),
         }
     }
 }

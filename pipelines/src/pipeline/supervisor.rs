@@ -3,7 +3,7 @@
 //! stale, and decides what an ended generation means: completed, failed for good, or retried
 //! after a capped exponential backoff. It is the only writer of a document's status.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::document::{DocumentArgs, DocumentMsg, DocumentPipeline, Shared};
 use super::progress::is_stale;
+use super::queue::{FairQueue, Queued};
 use super::{
     backoff, Engines, Phase, PhaseError, PhaseSlots, PipelineConfig, Status, StatusChange,
 };
@@ -33,6 +34,7 @@ enum Ending {
 
 struct Generation {
     id: Uuid,
+    workspace: Uuid,
     attempt: u32,
     actor: ActorRef<DocumentMsg>,
     shared: Arc<Shared>,
@@ -54,17 +56,21 @@ pub struct SupervisorState {
     engines: Engines,
     config: Arc<PipelineConfig>,
     slots: PhaseSlots,
-    queue: VecDeque<(Uuid, u32)>,
+    queue: FairQueue,
     running: HashMap<ActorId, Generation>,
+    /// Waiting for a retry's backoff.
     waiting: HashSet<Uuid>,
     stats: IngestStats,
 }
 
 pub enum SupervisorMsg {
-    /// Process a document from its last committed phase, as generation `attempt` (ignored when
-    /// it is already queued, running or waiting).
+    /// Process a document of `workspace` from its last committed phase, as generation
+    /// `attempt` (ignored when it is already queued, running or waiting). A generation past
+    /// `max_attempts` is not run: the document is `failed` at once (it was resumed after
+    /// attempts that never ended, e.g. because they took the whole server down).
     Submit {
         id: Uuid,
+        workspace: Uuid,
         attempt: u32,
     },
     /// Stop a document's work: `true` when there was work to stop (its status becomes
@@ -82,6 +88,7 @@ pub enum SupervisorMsg {
     /// A backoff elapsed: queue generation `attempt`.
     Retry {
         id: Uuid,
+        workspace: Uuid,
         attempt: u32,
     },
     /// Kill generations whose progress went stale (sent on an interval).
@@ -92,7 +99,7 @@ pub enum SupervisorMsg {
 impl SupervisorState {
     fn is_known(&self, id: Uuid) -> bool {
         self.waiting.contains(&id)
-            || self.queue.iter().any(|(queued, _)| *queued == id)
+            || self.queue.contains(id)
             || self.running.values().any(|g| g.id == id)
     }
 
@@ -113,6 +120,7 @@ impl SupervisorState {
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         id: Uuid,
+        workspace: Uuid,
         attempt: u32,
         phase: Phase,
         error: String,
@@ -148,16 +156,36 @@ impl SupervisorState {
         self.waiting.insert(id);
         myself.send_after(delay, move || SupervisorMsg::Retry {
             id,
+            workspace,
             attempt: attempt + 1,
         });
     }
 
-    /// Starts queued documents while there is room.
+    /// Documents running per workspace.
+    fn running_per_workspace(&self) -> HashMap<Uuid, usize> {
+        let mut counts = HashMap::new();
+        for generation in self.running.values() {
+            *counts.entry(generation.workspace).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Starts queued documents while there is room, workspaces taking turns.
     async fn start_ready(&mut self, myself: &ActorRef<SupervisorMsg>) {
         while self.running.len() < self.config.max_documents.max(1) {
-            let Some((id, attempt)) = self.queue.pop_front() else {
+            let running = self.running_per_workspace();
+            let Some(Queued {
+                workspace,
+                id,
+                attempt,
+            }) = self
+                .queue
+                .next(&running, self.config.max_documents_per_workspace)
+            else {
                 return;
             };
+            // The attempt is persisted before any phase runs: a generation that takes the whole
+            // server down still counts, so a restart cannot resume it forever.
             if let Err(error) = self
                 .engines
                 .store
@@ -175,6 +203,7 @@ impl SupervisorState {
                 self.retry_or_fail(
                     myself,
                     id,
+                    workspace,
                     attempt,
                     Phase::Parse,
                     format!("storage: {error}"),
@@ -198,6 +227,7 @@ impl SupervisorState {
                         actor.get_id(),
                         Generation {
                             id,
+                            workspace,
                             attempt,
                             actor,
                             shared,
@@ -209,6 +239,7 @@ impl SupervisorState {
                     self.retry_or_fail(
                         myself,
                         id,
+                        workspace,
                         attempt,
                         Phase::Parse,
                         format!("cannot start the pipeline: {error}"),
@@ -228,6 +259,7 @@ impl SupervisorState {
     ) {
         let Generation {
             id,
+            workspace,
             attempt,
             shared,
             ending,
@@ -275,7 +307,7 @@ impl SupervisorState {
                 crash.unwrap_or_else(|| "stopped unexpectedly".to_string())
             ),
         };
-        self.retry_or_fail(myself, id, attempt, phase, failure)
+        self.retry_or_fail(myself, id, workspace, attempt, phase, failure)
             .await;
     }
 }
@@ -295,7 +327,7 @@ impl Actor for IngestSupervisor {
             engines: args.engines,
             slots: PhaseSlots::new(args.config.max_per_phase),
             config: Arc::new(args.config),
-            queue: VecDeque::new(),
+            queue: FairQueue::default(),
             running: HashMap::new(),
             waiting: HashSet::new(),
             stats: IngestStats::default(),
@@ -309,22 +341,56 @@ impl Actor for IngestSupervisor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            SupervisorMsg::Submit { id, attempt } => {
-                if !state.is_known(id) {
-                    state.queue.push_back((id, attempt.max(1)));
+            SupervisorMsg::Submit {
+                id,
+                workspace,
+                attempt,
+            } => {
+                let attempt = attempt.max(1);
+                if state.is_known(id) {
+                    // Already queued, running or waiting.
+                } else if attempt > state.config.max_attempts {
+                    let made = attempt - 1;
+                    tracing::error!(document_id = %id, attempts = made, "document interrupted on every attempt, giving up");
+                    state.stats.failed += 1;
+                    state
+                        .set_status(
+                            id,
+                            StatusChange {
+                                status: Status::Failed,
+                                phase: None,
+                                attempts: made,
+                                message: Some(format!(
+                                    "processing was interrupted {made} times (the server stopped during it); the document is not resumed again"
+                                )),
+                            },
+                        )
+                        .await;
+                } else {
+                    state.queue.push(Queued {
+                        workspace,
+                        id,
+                        attempt,
+                    });
                 }
             }
-            SupervisorMsg::Retry { id, attempt } => {
+            SupervisorMsg::Retry {
+                id,
+                workspace,
+                attempt,
+            } => {
                 // Gone from `waiting`: cancelled during the backoff.
                 if state.waiting.remove(&id) {
-                    state.queue.push_back((id, attempt));
+                    state.queue.push(Queued {
+                        workspace,
+                        id,
+                        attempt,
+                    });
                 }
             }
             SupervisorMsg::Cancel { id, reply } => {
                 let mut found = state.waiting.remove(&id);
-                let before = state.queue.len();
-                state.queue.retain(|(queued, _)| *queued != id);
-                found |= state.queue.len() != before;
+                found |= state.queue.remove(id);
                 let mut attempts = 0;
                 if let Some(generation) = state.running_of(id) {
                     generation.ending = Some(Ending::Cancelled);
@@ -445,10 +511,19 @@ impl Ingestion {
         ))
     }
 
-    /// Queues a document (generation `attempt`).
-    pub fn submit(&self, id: Uuid, attempt: u32) -> Result<(), IngestionUnavailable> {
+    /// Queues a document of `workspace` (generation `attempt`).
+    pub fn submit(
+        &self,
+        id: Uuid,
+        workspace: Uuid,
+        attempt: u32,
+    ) -> Result<(), IngestionUnavailable> {
         self.supervisor
-            .cast(SupervisorMsg::Submit { id, attempt })
+            .cast(SupervisorMsg::Submit {
+                id,
+                workspace,
+                attempt,
+            })
             .map_err(|_| IngestionUnavailable)
     }
 
@@ -492,7 +567,7 @@ mod tests {
     use crate::model::{ChunkDraft, FactDraft, Section, SourceKind};
     use crate::pipeline::{
         ChunkVectors, Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor,
-        Fault, Faults, Ocr, Progress, StoreError, StoredChunk,
+        Fault, Faults, InProcess, Ocr, Progress, StoreError, StoredChunk,
     };
 
     /// One document in memory, with every status change recorded.
@@ -764,7 +839,10 @@ mod tests {
     ) -> Ingestion {
         let engines = Engines {
             store,
-            ocr: Arc::new(NoOcr),
+            decoder: Arc::new(InProcess {
+                limits: crate::parse::ParseLimits::default(),
+                ocr: Arc::new(NoOcr),
+            }),
             chunker: Arc::new(Sections),
             embedder,
             extractor: Arc::new(Whole),
@@ -805,7 +883,7 @@ mod tests {
         let store = Arc::new(FakeStore::default());
         let ingestion = start(store.clone(), None, 3).await;
         let id = store.add(TEXT, SourceKind::Markdown);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         assert_eq!(until_terminal(&store, id).await, Status::Completed);
         assert_eq!(
             store.statuses(id),
@@ -830,7 +908,7 @@ mod tests {
         let ingestion = start_with(store.clone(), None, 3, Arc::new(Lengths)).await;
         let text = b"# One\n\nAlpha is first. Gamma is third.\n\n# Two\n\nBeta is second.\n";
         let id = store.add(text, SourceKind::Markdown);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         assert_eq!(until_terminal(&store, id).await, Status::Completed);
         store
             .with(id, |d| {
@@ -874,7 +952,7 @@ mod tests {
         };
         let ingestion = start(store.clone(), Some(faults), 3).await;
         let id = store.add(TEXT, SourceKind::Markdown);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         assert_eq!(until_terminal(&store, id).await, Status::Completed);
         let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
         assert_eq!(statuses[1].0, Status::Retrying);
@@ -897,7 +975,7 @@ mod tests {
             .map(|i| format!("# Part {i}\n\n{i} {paragraph}\n\n"))
             .collect();
         let id = store.add(text.as_bytes(), SourceKind::Markdown);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         assert_eq!(until_terminal(&store, id).await, Status::Completed);
         store
             .with(id, |d| {
@@ -912,7 +990,7 @@ mod tests {
         let store = Arc::new(FakeStore::default());
         let ingestion = start(store.clone(), None, 3).await;
         let id = store.add(b"%PDF-1.4 this is not a pdf", SourceKind::Pdf);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         assert_eq!(until_terminal(&store, id).await, Status::Failed);
         let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
         assert_eq!(statuses.len(), 2, "{statuses:?}");
@@ -931,7 +1009,7 @@ mod tests {
         };
         let ingestion = start(store.clone(), Some(faults), 2).await;
         let id = store.add(TEXT, SourceKind::Markdown);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         assert_eq!(until_terminal(&store, id).await, Status::Failed);
         let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
         let kinds: Vec<Status> = statuses.iter().map(|s| s.0).collect();
@@ -960,7 +1038,7 @@ mod tests {
         };
         let ingestion = start(store.clone(), Some(faults), 3).await;
         let id = store.add(TEXT, SourceKind::Markdown);
-        ingestion.submit(id, 1).unwrap();
+        ingestion.submit(id, Uuid::nil(), 1).unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert!(ingestion.cancel(id).await.unwrap());
         assert_eq!(until_terminal(&store, id).await, Status::Cancelled);

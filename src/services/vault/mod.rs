@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use memvault_actors::{EndpointClass, MaintenanceMsg, Workspaces};
 use memvault_pipelines::model::SourceKind;
-use memvault_pipelines::pipeline::{Engines, Extractor, Ingestion, Ocr, Status, StatusChange};
+use memvault_pipelines::pipeline::{Decoder, Engines, Extractor, Ingestion, Status, StatusChange};
 use ractor::ActorRef;
 use uuid::Uuid;
 
@@ -182,7 +182,7 @@ impl VaultService {
     }
 
     /// What the ingestion pipeline works with, from this service's store and indexes.
-    pub fn pipeline_engines(&self, ocr: Arc<dyn Ocr>) -> Engines {
+    pub fn pipeline_engines(&self, decoder: Arc<dyn Decoder>) -> Engines {
         Engines {
             store: Arc::new(pipeline::PipelineStore {
                 store: self.store.clone(),
@@ -190,7 +190,7 @@ impl VaultService {
                 maintainer: self.maintainer.clone(),
                 model: self.embeddings.model().to_string(),
             }),
-            ocr,
+            decoder,
             chunker: Arc::new(pipeline::TextChunker {
                 chunks: ChunkConfig::default(),
                 pieces: self.chunk_pieces.then_some(ChunkConfig::PIECES),
@@ -213,12 +213,19 @@ impl VaultService {
     }
 
     /// Queues the documents left unfinished by the last run (start-up). Returns how many.
+    /// An attempt that was running when the server stopped counts as made: the document
+    /// resumes as the next one, so a document that takes the whole server down every time ends
+    /// `failed` after its attempts instead of crashing every restart.
     pub async fn resume(&self) -> Result<usize> {
         let unfinished = self.store.unfinished_documents().await?;
         let ingestion = self.ingestion()?;
-        for (id, attempts) in &unfinished {
+        for document in &unfinished {
+            let attempt = match document.status {
+                Status::Pending => document.attempts.max(1),
+                _ => document.attempts.saturating_add(1),
+            };
             ingestion
-                .submit(*id, (*attempts).max(1) as u32)
+                .submit(document.id, document.workspace_id, attempt)
                 .map_err(|e| Error::Unavailable(e.to_string()))?;
         }
         Ok(unfinished.len())
@@ -331,7 +338,7 @@ impl VaultService {
     async fn queue(&self, document: NewDocument) -> Result<DocumentAccepted> {
         let stored = self.store.insert_document(&document).await?;
         self.ingestion()?
-            .submit(stored.id, 1)
+            .submit(stored.id, stored.workspace_id, 1)
             .map_err(|e| Error::Unavailable(e.to_string()))?;
         tracing::info!(document_id = %stored.id, kind = stored.kind.as_str(), bytes = stored.byte_size, "document accepted");
         Ok(accepted(&stored))
@@ -738,7 +745,7 @@ impl VaultService {
             .reset_document(caller.workspace_id, document.id, to_micros(now()))
             .await?;
         self.ingestion()?
-            .submit(document.id, 1)
+            .submit(document.id, caller.workspace_id, 1)
             .map_err(|e| Error::Unavailable(e.to_string()))?;
         self.document_detail(caller, raw_id).await
     }
