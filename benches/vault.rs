@@ -96,6 +96,10 @@
 //! # Environment
 //!
 //! - `VAULT_PARTS` (`formats,pdf100,scifact`): the parts to run, comma-separated.
+//! - `VAULT_DECODERS` (`workers`): where documents are decoded, comma-separated, one whole run
+//!   (fresh database, fresh server) each, in order: `workers` (the server's sandboxed worker
+//!   processes, as in production) or `in-process` (the parsers called in the server process, to
+//!   measure what the workers cost; no OCR, so for the pdf100 and scifact parts).
 //! - `VAULT_DOCS_DIR` (`../shared/bench/docs`), `SCIFACT_PATH` (`../shared/bench/scifact`).
 //! - `SCIFACT_LIMIT_DOCS` (all): only the first N corpus documents of the file.
 //! - `SCIFACT_LIMIT_QUERIES` (all): only the first N scoreable queries (qrels order).
@@ -155,6 +159,7 @@ use memvault::embedding::Embedder;
 use memvault::startup::{load_embedder, Application, Overrides};
 use memvault_pipelines::model::SourceKind;
 use memvault_pipelines::parse::{parse, ParseLimits};
+use memvault_pipelines::pipeline::{Decoder, InProcess, Ocr};
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -242,6 +247,46 @@ struct Config {
     save: Option<PathBuf>,
     /// `SCIFACT_REUSE`: a [`Kept`] file; the SciFact part then runs on that database.
     reuse: Option<PathBuf>,
+    /// `VAULT_DECODERS`: where documents are decoded, one whole run each, in order.
+    decoders: Vec<Decoding>,
+}
+
+/// Where a run decodes documents: the server's worker processes, or (to measure what they
+/// cost) this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decoding {
+    Workers,
+    InProcess,
+}
+
+impl Decoding {
+    fn name(self) -> &'static str {
+        match self {
+            Decoding::Workers => "workers",
+            Decoding::InProcess => "in-process",
+        }
+    }
+
+    /// The server's decoder for this run: `None` keeps its worker processes.
+    fn decoder(self) -> Option<Arc<dyn Decoder>> {
+        match self {
+            Decoding::Workers => None,
+            Decoding::InProcess => Some(Arc::new(InProcess {
+                limits: ParseLimits::default(),
+                ocr: Arc::new(NoOcr),
+            })),
+        }
+    }
+}
+
+/// The in-process comparison reads text documents only (the PDF and SciFact parts); OCR runs
+/// in workers only.
+struct NoOcr;
+
+impl Ocr for NoOcr {
+    fn recognize(&self, _: &[u8]) -> Result<String, String> {
+        Err("ocr runs in workers only; the in-process comparison reads text documents".into())
+    }
 }
 
 impl Config {
@@ -303,6 +348,25 @@ impl Config {
             },
             save,
             reuse,
+            decoders: match env_var("VAULT_DECODERS") {
+                None => vec![Decoding::Workers],
+                Some(raw) => {
+                    let mut decoders = Vec::new();
+                    for name in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                        decoders.push(match name {
+                            "workers" => Decoding::Workers,
+                            "in-process" => Decoding::InProcess,
+                            other => {
+                                bail!("VAULT_DECODERS: `{other}` is not one of workers, in-process")
+                            }
+                        });
+                    }
+                    if decoders.is_empty() {
+                        bail!("VAULT_DECODERS names no decoder: `{raw}`");
+                    }
+                    decoders
+                }
+            },
         })
     }
 
@@ -2443,7 +2507,12 @@ enum RunDatabase<'a> {
     Kept(&'a Kept),
 }
 
-async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> anyhow::Result<usize> {
+async fn bench(
+    config: &Config,
+    store: RunDatabase<'_>,
+    decoding: Decoding,
+    started: Instant,
+) -> anyhow::Result<usize> {
     let mut settings = server::bench_settings(Settings {
         log_level: "warn".to_string(),
         // `MEMVAULT_*` settings apply, as for the server.
@@ -2465,6 +2534,7 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
         &settings,
         Overrides {
             embedder: Some(embedder.clone()),
+            decoder: decoding.decoder(),
             ..Overrides::default()
         },
     )
@@ -2531,6 +2601,13 @@ async fn bench(config: &Config, store: RunDatabase<'_>, started: Instant) -> any
         }
     );
     println!("| parts | {} |", parts.join(", "));
+    println!(
+        "| documents decoded | {} |",
+        match decoding {
+            Decoding::Workers => "in worker processes (`memvault worker`, one per call)",
+            Decoding::InProcess => "in the server process (comparison only; no OCR)",
+        }
+    );
     println!();
 
     let mut errors = Errors::default();
@@ -2613,18 +2690,28 @@ async fn main() -> anyhow::Result<()> {
     if let Some(path) = &config.reuse {
         // A kept database is never removed.
         let kept = Kept::read(path)?;
-        let errors = bench(&config, RunDatabase::Kept(&kept), started).await?;
+        let errors = bench(
+            &config,
+            RunDatabase::Kept(&kept),
+            config.decoders[0],
+            started,
+        )
+        .await?;
         if errors > 0 {
             bail!("{errors} requests did not answer as expected (first ones shown above)");
         }
         return Ok(());
     }
-    let errors = with_database(
-        config.postgres_url.as_deref(),
-        config.keep_database,
-        async |database| bench(&config, RunDatabase::Fresh(database), started).await,
-    )
-    .await?;
+    let mut errors = 0;
+    for decoding in config.decoders.clone() {
+        eprintln!("run with documents decoded {}", decoding.name());
+        errors += with_database(
+            config.postgres_url.as_deref(),
+            config.keep_database,
+            async |database| bench(&config, RunDatabase::Fresh(database), decoding, started).await,
+        )
+        .await?;
+    }
     if errors > 0 {
         bail!("{errors} requests did not answer as expected (first ones shown above)");
     }

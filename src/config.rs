@@ -71,6 +71,11 @@ pub struct WorkerSettings {
     pub dir: Option<PathBuf>,
     /// The memvault binary to start as a worker; unset: this executable.
     pub program: Option<PathBuf>,
+    /// Workers obey the test suite's fault inputs (a file that starts with
+    /// `MEMVAULT-TEST-FAULT:` makes its worker crash, hoard memory, spin, sleep or flood), so
+    /// that the hostile-input and chaos tests can prove the server survives each. Off by
+    /// default; harmless if on (a worker can only hurt itself), but never useful in production.
+    pub test_faults: bool,
 }
 
 impl Default for WorkerSettings {
@@ -83,6 +88,7 @@ impl Default for WorkerSettings {
             confine: true,
             dir: None,
             program: None,
+            test_faults: false,
         }
     }
 }

@@ -50,8 +50,6 @@ pub struct Overrides {
     pub skip_index_rebuild: bool,
     /// Failures injected into the ingestion pipeline (tests of retries and chaos).
     pub pipeline_faults: Option<Arc<dyn Faults>>,
-    /// Workers obey test-only fault inputs (the hostile-input suite).
-    pub worker_faults: bool,
     /// Decode documents with this instead of worker processes: only the benchmark that
     /// measures what the workers cost sets it (the server never decodes uploads itself).
     pub decoder: Option<Arc<dyn Decoder>>,
@@ -239,6 +237,11 @@ impl Application {
             tracing::info!(jobs = resumed, "unfinished long-note jobs resumed");
         }
 
+        let decoder: Arc<dyn Decoder> = match overrides.decoder {
+            Some(decoder) => decoder,
+            None => Workers::new(workers_config(settings)?)
+                .context("cannot make the workers' directory")?,
+        };
         let vault = Arc::new(VaultService::new(VaultDeps {
             store: store.clone(),
             workspaces: workspaces.clone(),
@@ -261,6 +264,7 @@ impl Application {
                 }),
                 None => Arc::new(OfflineExtractor),
             },
+            decoder,
         })?);
         if !overrides.skip_index_rebuild {
             let started = Instant::now();
@@ -272,12 +276,7 @@ impl Application {
                 "vault indexes rebuilt from the database"
             );
         }
-        let decoder: Arc<dyn Decoder> = match overrides.decoder {
-            Some(decoder) => decoder,
-            None => Workers::new(workers_config(settings, overrides.worker_faults)?)
-                .context("cannot make the workers' directory")?,
-        };
-        let mut engines = vault.pipeline_engines(decoder);
+        let mut engines = vault.pipeline_engines();
         engines.faults = overrides.pipeline_faults;
         let stale_after = Duration::from_millis(settings.ingest_stale_ms.max(1));
         let (ingestion, _) = Ingestion::start(
@@ -557,7 +556,7 @@ pub async fn shutdown_signal() {
 
 /// How the document workers start, from the settings. A worker directory left by a server that
 /// was killed is removed here (each worker removes its own when it ends).
-fn workers_config(settings: &Settings, faults: bool) -> anyhow::Result<WorkersConfig> {
+fn workers_config(settings: &Settings) -> anyhow::Result<WorkersConfig> {
     let worker = &settings.worker;
     let dir = worker
         .dir
@@ -584,10 +583,14 @@ fn workers_config(settings: &Settings, faults: bool) -> anyhow::Result<WorkersCo
             deadline: Duration::from_secs(worker.deadline_secs.max(1)),
             output_bytes: worker.output_mb.max(1) * MB,
         },
-        parse_limits: ParseLimits::default(),
+        parse_limits: ParseLimits {
+            // The parsers stop at the text a document may hand to chunking.
+            max_text_bytes: settings.ingest_max_text_mb.max(1) * MB as usize,
+            ..ParseLimits::default()
+        },
         ocr_language: settings.ocr_language.clone(),
         ocr_data_dir: settings.ocr_data_dir.clone(),
         confine: worker.confine,
-        faults,
+        faults: worker.test_faults,
     })
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use memvault::config::{EmbeddingPrecision, MemoryLimits, Settings, Switch};
+use memvault::config::{EmbeddingPrecision, MemoryLimits, Settings, Switch, WorkerSettings};
 use memvault::model::Workspace;
 use memvault::services::AccountsService;
 use memvault::startup::Application;
@@ -16,9 +16,15 @@ use tokio::task::JoinHandle;
 pub const NO_MEMORY_LIMIT: u64 = 10_000_000;
 
 /// `settings` for a benchmark server: port 0 on 127.0.0.1, rate limits off, every plan's memory
-/// limit at [`NO_MEMORY_LIMIT`].
+/// limit at [`NO_MEMORY_LIMIT`], document workers started from the memvault binary Cargo built
+/// (the benchmark's own executable is not memvault).
 pub fn bench_settings(settings: Settings) -> Settings {
+    let worker = WorkerSettings {
+        program: Some(env!("CARGO_BIN_EXE_memvault").into()),
+        ..settings.worker.clone()
+    };
     Settings {
+        worker,
         listen: ([127, 0, 0, 1], 0).into(),
         rate_limits: Switch::Off,
         memory_limits: MemoryLimits {

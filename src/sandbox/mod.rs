@@ -38,7 +38,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use protocol::{
     read_frame, Envelope, FrameError, Hello, ParsedHead, Refusal, Request, DONE, HELLO, IMAGE,
-    PARSED, REFUSED, TEXT, WORKER_ARG,
+    KIND, PARSED, REFUSED, TEXT, WORKER_ARG,
 };
 
 /// The limits of one worker, each a setting (`[worker]`).
@@ -142,12 +142,13 @@ impl Workers {
             .prefix("worker-")
             .tempdir_in(&self.config.dir)
             .map_err(|e| PhaseError::Transient(format!("cannot make a worker directory: {e}")))?;
-        let written = inputs
-            .iter()
-            .try_for_each(|(name, bytes)| std::fs::write(dir.path().join(name), bytes));
-        written
-            .map_err(|e| PhaseError::Transient(format!("cannot write a worker's input: {e}")))?;
-        drop(inputs);
+        for (name, bytes) in inputs {
+            tokio::fs::write(dir.path().join(name), bytes)
+                .await
+                .map_err(|e| {
+                    PhaseError::Transient(format!("cannot write a worker's input: {e}"))
+                })?;
+        }
         let envelope = Envelope {
             request,
             confine: self.config.confine,
@@ -451,6 +452,21 @@ impl Decoder for Workers {
             )));
         }
         Ok(texts)
+    }
+
+    async fn sniff(&self, bytes: Vec<u8>) -> Result<Option<SourceKind>, PhaseError> {
+        const WHAT: &str = "the file type check";
+        let answer = self
+            .run(
+                WHAT,
+                Request::Sniff,
+                vec![(protocol::INPUT_FILE.to_string(), bytes)],
+            )
+            .await?;
+        match answer.frames.iter().find(|(tag, _)| *tag == KIND) {
+            Some((_, bytes)) => payload(WHAT, bytes),
+            None => Err(PhaseError::Transient(format!("{WHAT} sent no answer"))),
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! - for a parse: [`PARSED`] (JSON [`ParsedHead`]: the sections and the images' places), then
 //!   one [`IMAGE`] frame of raw bytes per image, in order;
 //! - for OCR: one [`TEXT`] frame per image (JSON `{"Ok": text}` or `{"Err": reason}`);
+//! - for a sniff: [`KIND`] (JSON: a kind's name, or `null`);
 //! - or, instead of a result, [`REFUSED`] (JSON [`Refusal`]): the input was refused (corrupt,
 //!   encrypted, over a parser's limit). Refusals are deterministic and never retried;
 //! - [`DONE`], empty: the worker finished cleanly.
@@ -39,6 +40,7 @@ pub const HELLO: u8 = b'H';
 pub const PARSED: u8 = b'P';
 pub const IMAGE: u8 = b'I';
 pub const TEXT: u8 = b'T';
+pub const KIND: u8 = b'K';
 pub const REFUSED: u8 = b'E';
 pub const DONE: u8 = b'D';
 
@@ -54,6 +56,8 @@ pub enum Request {
         kind: SourceKind,
         limits: ParseLimits,
     },
+    /// Tell the kind of [`INPUT_FILE`] from its content.
+    Sniff,
     /// Recognise the text of `images` image files.
     Ocr {
         images: usize,

@@ -12,7 +12,7 @@ use memvault_pipelines::parse::{self, ParseError};
 use super::confine;
 use super::protocol::{
     self, image_file, write_frame, write_json, Envelope, ImageHead, ParsedHead, Refusal, Request,
-    DONE, HELLO, IMAGE, INPUT_FILE, PARSED, REFUSED, TEXT,
+    DONE, HELLO, IMAGE, INPUT_FILE, KIND, PARSED, REFUSED, TEXT,
 };
 use crate::ocr::Tesseract;
 
@@ -78,6 +78,14 @@ fn run() -> io::Result<()> {
                 }
                 Err(error) => refuse(&mut out, &error)?,
             }
+        }
+        Request::Sniff => {
+            let bytes = std::fs::read(INPUT_FILE)?;
+            hello(&mut out, &dir, envelope.confine)?;
+            if envelope.faults {
+                let _ = fault::obey(&bytes, &mut out)?;
+            }
+            write_json(&mut out, KIND, &parse::sniff(&bytes))?;
         }
         Request::Ocr {
             images,

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{fresh_database, spawn_on, test_settings, TestDb};
 
-fn memvault(db: &TestDb, data_dir: &std::path::Path) -> Command {
+pub(crate) fn memvault(db: &TestDb, data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_memvault"));
     command
         .env("DATABASE_URL", &db.url)
@@ -21,7 +21,7 @@ fn memvault(db: &TestDb, data_dir: &std::path::Path) -> Command {
     command
 }
 
-fn admin(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (bool, Value, String) {
+pub(crate) fn admin(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (bool, Value, String) {
     let output = memvault(db, dir)
         .arg("admin")
         .args(args)
@@ -147,16 +147,22 @@ async fn admin_commands_refuse_bad_input_clearly() {
 }
 
 /// Runs `memvault serve` and collects its stderr lines.
-struct Server {
-    child: Child,
+pub(crate) struct Server {
+    pub(crate) child: Child,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
 }
 
 impl Server {
     fn start(db: &TestDb, dir: &std::path::Path) -> Server {
+        Server::start_with(db, dir, &[])
+    }
+
+    /// Starts `memvault serve` with extra environment variables.
+    pub(crate) fn start_with(db: &TestDb, dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
         let mut child = memvault(db, dir)
             .arg("serve")
+            .envs(env.iter().copied())
             .env("MEMVAULT_LISTEN", "127.0.0.1:0")
             .env("MEMVAULT_LOG_FORMAT", "json")
             .env("MEMVAULT_RATE_LIMITS", "off")
@@ -184,7 +190,7 @@ impl Server {
     }
 
     /// Waits for a log line containing `needle`.
-    fn wait_for(&mut self, needle: &str) -> String {
+    pub(crate) fn wait_for(&mut self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
             return line.clone();

@@ -146,6 +146,8 @@ pub fn test_settings(db: &TestDb) -> Settings {
             // The test binary is not memvault: workers are the memvault binary Cargo built.
             program: Some(PathBuf::from(env!("CARGO_BIN_EXE_memvault"))),
             dir: Some(db.work.path().join("workers")),
+            // The hostile-input and chaos tests make workers misbehave on purpose.
+            test_faults: true,
             ..WorkerSettings::default()
         },
         ..Settings::default()
@@ -235,7 +237,6 @@ async fn start_server(
             })),
             skip_index_rebuild: false,
             pipeline_faults: faults,
-            worker_faults: true,
             decoder: None,
         },
     )

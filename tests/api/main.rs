@@ -12,6 +12,7 @@ mod cli;
 mod corpus;
 mod dashboard;
 mod envelope;
+mod hostile;
 mod keys;
 mod mcp;
 mod memories;

@@ -12,9 +12,31 @@
 //!   the parser. The `<title>` is not a section.
 //!
 //! The tree is walked with an explicit stack, so deeply nested markup cannot overflow it.
+//!
+//! Limits: html5ever's tree builder does work for each token in proportion to the depth of
+//! the elements open at that point, so a file of 200,000 nested elements holds it for
+//! minutes; its tokenizer checks each attribute against the tag's earlier ones, so one tag
+//! with 200,000 attributes does too; and formatting elements left open are re-created in
+//! every later block, so a small file can make millions of elements. Before the parser sees
+//! anything, a quick scan refuses markup nesting deeper than [`MAX_NESTING`] (counted as
+//! html5ever counts: `<div/>` opens a `div`, self-closing counts only inside `<svg>` and
+//! `<math>`) and tags whose attributes need more than [`MAX_ATTRIBUTE_PAIRS`] comparisons;
+//! then the parser is fed a few kilobytes at a time and stopped as soon as its tree is deeper
+//! than [`MAX_NESTING`] or holds more than [`MAX_ELEMENTS`] elements, whatever markup got it
+//! there (the scan leaves out elements the parser usually closes by itself, so that sloppy
+//! pages never look deep; nesting built from those is caught here). Every refusal is a
+//! [`ParseError::Limit`] naming its limit.
 
-use ego_tree::NodeRef;
-use scraper::{ElementRef, Html, Node};
+use std::cell::{Cell, Ref, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use ego_tree::iter::Edge;
+use ego_tree::{NodeId, NodeRef};
+use html5ever::tendril::{StrTendril, TendrilSink};
+use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
+use html5ever::{Attribute, QualName};
+use scraper::{ElementRef, Html, HtmlTreeSink, Node};
 
 use super::sink::{collapse_whitespace, Outline};
 use super::{ParseError, ParseLimits};
@@ -22,15 +44,31 @@ use crate::model::Parsed;
 
 /// Deepest element nesting parsed. The HTML parser's work grows with the square of the depth
 /// (100,000 nested `div`s take minutes), and no real page nests this deep.
-const MAX_NESTING: usize = 2_000;
+pub(crate) const MAX_NESTING: usize = 2_000;
+/// Pairs of attributes within a tag, all tags together: the tokenizer compares each attribute
+/// with the tag's earlier ones, so a tag of n attributes costs n(n-1)/2 comparisons (200,000
+/// attributes in one tag hold it for 11 s). This allows one tag of about 31,600 attributes,
+/// or many smaller ones, in about a quarter of a second; real pages and scripts (counted as
+/// if their text were tags, see [`attribute_pairs`]) stay under 6,000,000.
+pub(crate) const MAX_ATTRIBUTE_PAIRS: u64 = 500_000_000;
+/// Elements of one document (about 175 bytes of memory each once parsed). Real pages have
+/// tens of thousands.
+pub(crate) const MAX_ELEMENTS: usize = 1_000_000;
+/// Bytes handed to the parser at a time, between checks of its tree.
+const CHUNK: usize = 4096;
 
 pub(crate) fn parse(text: &str, limits: &ParseLimits) -> Result<Parsed, ParseError> {
     if nesting_depth(text) > MAX_NESTING {
+        return Err(too_deep());
+    }
+    let (pairs, most) = attribute_pairs(text.as_bytes());
+    if pairs > MAX_ATTRIBUTE_PAIRS {
         return Err(ParseError::Limit(format!(
-            "the html nests elements more than {MAX_NESTING} deep"
+            "the html's tags have too many attributes (one has {most}): comparing them takes \
+             more than the limit of {MAX_ATTRIBUTE_PAIRS} attribute pairs"
         )));
     }
-    let document = Html::parse_document(text);
+    let document = parse_guarded(text)?;
     let root = content_root(&document);
     let mut walker = Walker::new(limits.max_text_bytes, root.value().name() != "body");
     walker.walk(*root)?;
@@ -41,52 +79,598 @@ pub(crate) fn parse(text: &str, limits: &ParseLimits) -> Result<Parsed, ParseErr
     })
 }
 
-/// The deepest nesting of tags, by a quick scan: an opening tag (not void, not `/>`) goes one
-/// deeper, a closing tag one back. Comments, scripts and attributes may fool it by a little;
-/// it only has to tell pages from bombs. Void elements and those whose end tag may be left out
-/// (`p`, `li`, `td`, ...) are not counted, so ordinary pages never look deep.
+fn too_deep() -> ParseError {
+    ParseError::Limit(format!(
+        "the html nests elements deeper than the limit of {MAX_NESTING}"
+    ))
+}
+
+/// Which limit stopped the parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Over {
+    Depth,
+    Elements,
+}
+
+/// scraper's tree sink, counting the elements it creates and the depth at which each node is
+/// placed, and raising a flag when either is over its limit.
+struct Guarded {
+    inner: HtmlTreeSink,
+    depth: RefCell<HashMap<NodeId, u32>>,
+    elements: Cell<usize>,
+    over: Rc<Cell<Option<Over>>>,
+}
+
+impl Guarded {
+    fn depth_of(&self, node: &NodeId) -> u32 {
+        self.depth.borrow().get(node).copied().unwrap_or(0)
+    }
+
+    fn place(&self, node: NodeId, depth: u32) {
+        if depth as usize > MAX_NESTING && self.over.get().is_none() {
+            self.over.set(Some(Over::Depth));
+        }
+        self.depth.borrow_mut().insert(node, depth);
+    }
+}
+
+impl TreeSink for Guarded {
+    type Output = Html;
+    type Handle = NodeId;
+    type ElemName<'a> = Ref<'a, QualName>;
+
+    fn finish(self) -> Html {
+        self.inner.finish()
+    }
+
+    fn parse_error(&self, msg: std::borrow::Cow<'static, str>) {
+        self.inner.parse_error(msg)
+    }
+
+    fn get_document(&self) -> NodeId {
+        self.inner.get_document()
+    }
+
+    fn elem_name<'a>(&'a self, target: &'a NodeId) -> Ref<'a, QualName> {
+        self.inner.elem_name(target)
+    }
+
+    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, flags: ElementFlags) -> NodeId {
+        let count = self.elements.get() + 1;
+        self.elements.set(count);
+        if count > MAX_ELEMENTS && self.over.get().is_none() {
+            self.over.set(Some(Over::Elements));
+        }
+        self.inner.create_element(name, attrs, flags)
+    }
+
+    fn create_comment(&self, text: StrTendril) -> NodeId {
+        self.inner.create_comment(text)
+    }
+
+    fn create_pi(&self, target: StrTendril, data: StrTendril) -> NodeId {
+        self.inner.create_pi(target, data)
+    }
+
+    fn append(&self, parent: &NodeId, child: NodeOrText<NodeId>) {
+        if let NodeOrText::AppendNode(id) = &child {
+            self.place(*id, self.depth_of(parent) + 1);
+        }
+        self.inner.append(parent, child)
+    }
+
+    fn append_based_on_parent_node(
+        &self,
+        element: &NodeId,
+        prev_element: &NodeId,
+        child: NodeOrText<NodeId>,
+    ) {
+        let has_parent = self
+            .inner
+            .0
+            .borrow()
+            .tree
+            .get(*element)
+            .is_some_and(|node| node.parent().is_some());
+        if has_parent {
+            self.append_before_sibling(element, child)
+        } else {
+            self.append(prev_element, child)
+        }
+    }
+
+    fn append_doctype_to_document(
+        &self,
+        name: StrTendril,
+        public_id: StrTendril,
+        system_id: StrTendril,
+    ) {
+        self.inner
+            .append_doctype_to_document(name, public_id, system_id)
+    }
+
+    fn mark_script_already_started(&self, node: &NodeId) {
+        self.inner.mark_script_already_started(node)
+    }
+
+    fn get_template_contents(&self, target: &NodeId) -> NodeId {
+        // A template's contents hang off a fragment outside the tree: they are as deep as the
+        // template, or templates nested inside templates would each start again from the top.
+        let contents = self.inner.get_template_contents(target);
+        if !self.depth.borrow().contains_key(&contents) {
+            self.place(contents, self.depth_of(target) + 1);
+        }
+        contents
+    }
+
+    fn same_node(&self, x: &NodeId, y: &NodeId) -> bool {
+        self.inner.same_node(x, y)
+    }
+
+    fn set_quirks_mode(&self, mode: QuirksMode) {
+        self.inner.set_quirks_mode(mode)
+    }
+
+    fn append_before_sibling(&self, sibling: &NodeId, new_node: NodeOrText<NodeId>) {
+        if let NodeOrText::AppendNode(id) = &new_node {
+            self.place(*id, self.depth_of(sibling));
+        }
+        self.inner.append_before_sibling(sibling, new_node)
+    }
+
+    fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {
+        self.inner.add_attrs_if_missing(target, attrs)
+    }
+
+    fn remove_from_parent(&self, target: &NodeId) {
+        self.inner.remove_from_parent(target)
+    }
+
+    fn reparent_children(&self, node: &NodeId, new_parent: &NodeId) {
+        let children: Vec<NodeId> = self
+            .inner
+            .0
+            .borrow()
+            .tree
+            .get(*node)
+            .map(|n| n.children().map(|c| c.id()).collect())
+            .unwrap_or_default();
+        let depth = self.depth_of(new_parent) + 1;
+        for child in children {
+            self.place(child, depth);
+        }
+        self.inner.reparent_children(node, new_parent)
+    }
+}
+
+/// Parses `text` a chunk at a time, stopping as soon as the tree is over a limit.
+fn parse_guarded(text: &str) -> Result<Html, ParseError> {
+    let over = Rc::new(Cell::new(None));
+    let sink = Guarded {
+        inner: HtmlTreeSink::new(Html::new_document()),
+        depth: RefCell::new(HashMap::new()),
+        elements: Cell::new(0),
+        over: over.clone(),
+    };
+    let mut parser = html5ever::parse_document(sink, Default::default());
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + CHUNK).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        parser.process(StrTendril::from_slice(&text[start..end]));
+        match over.get() {
+            Some(Over::Depth) => return Err(too_deep()),
+            Some(Over::Elements) => {
+                return Err(ParseError::Limit(format!(
+                    "the html makes more elements than the limit of {MAX_ELEMENTS}"
+                )))
+            }
+            None => {}
+        }
+        start = end;
+    }
+    let document = parser.finish();
+    match over.get() {
+        Some(Over::Depth) => Err(too_deep()),
+        Some(Over::Elements) => Err(ParseError::Limit(format!(
+            "the html makes more elements than the limit of {MAX_ELEMENTS}"
+        ))),
+        None => Ok(document),
+    }
+}
+
+/// Void elements: never opened.
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param",
+    "source", "track", "wbr", "!doctype",
+];
+
+/// Elements whose end tag may be left out, or which the parser closes by itself when another
+/// one starts (`p`, `li`, table parts, `a`, headings, `form`, `option`, ruby text, ...), and
+/// the document's own `html`, `head` and `body`: not counted, so that ordinary pages, however
+/// sloppy, never look deep. (Nesting built from these is the parser guard's job.)
+const SELF_CLOSING_BY_RULE: &[&str] = &[
+    "p", "li", "dt", "dd", "tr", "td", "th", "thead", "tbody", "tfoot", "colgroup", "caption",
+    "option", "optgroup", "select", "a", "nobr", "button", "form", "h1", "h2", "h3", "h4", "h5",
+    "h6", "rb", "rt", "rp", "rtc", "html", "head", "body",
+];
+
+/// Elements whose content is text, not markup (in HTML, not inside `<svg>` or `<math>`).
+const RAW_TEXT: &[&str] = &[
+    "script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title",
+];
+
+/// Start tags that end `<svg>` or `<math>` content: the parser leaves foreign content for them.
+const BREAKOUT: &[&str] = &[
+    "b",
+    "big",
+    "blockquote",
+    "body",
+    "br",
+    "center",
+    "code",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "embed",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "hr",
+    "i",
+    "img",
+    "li",
+    "listing",
+    "menu",
+    "meta",
+    "nobr",
+    "ol",
+    "p",
+    "pre",
+    "ruby",
+    "s",
+    "small",
+    "span",
+    "strong",
+    "strike",
+    "sub",
+    "sup",
+    "table",
+    "tt",
+    "u",
+    "ul",
+    "var",
+];
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
+}
+
+/// Where the start tag whose name ends at `at` ends (the index of its `>`, or the end of the
+/// input), and whether it is self-closing: the tokenizer's attribute states, so that a `>` in
+/// a quoted value does not end the tag and `<a href=/>` is not self-closing.
+fn start_tag_end(bytes: &[u8], mut at: usize) -> (usize, bool) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Attributes,
+        Name,
+        BeforeValue,
+        Double,
+        Single,
+        Unquoted,
+        SelfClosing,
+    }
+    let mut state = State::Attributes;
+    while at < bytes.len() {
+        let b = bytes[at];
+        state = match (state, b) {
+            (State::Double, b'"') | (State::Single, b'\'') => State::Attributes,
+            (State::Double, _) => State::Double,
+            (State::Single, _) => State::Single,
+            (State::SelfClosing, b'>') => return (at, true),
+            (_, b'>') => return (at, false),
+            (State::Name, b'=') => State::BeforeValue,
+            (State::BeforeValue, b'"') => State::Double,
+            (State::BeforeValue, b'\'') => State::Single,
+            (State::BeforeValue, b) if is_space(b) => State::BeforeValue,
+            (State::BeforeValue, _) => State::Unquoted,
+            (State::Unquoted, b) if is_space(b) => State::Attributes,
+            (State::Unquoted, _) => State::Unquoted,
+            (State::Name, b) if is_space(b) => State::Name,
+            (_, b'/') => State::SelfClosing,
+            (_, b) if is_space(b) => State::Attributes,
+            (State::Name, _) => State::Name,
+            (_, _) => State::Name,
+        };
+        at += 1;
+    }
+    (bytes.len(), false)
+}
+
+/// Where the comment whose text starts at `at` ends (the index of its `>`): `<!-->` and
+/// `<!--->` end at once, any other comment at `-->` or `--!>`.
+fn comment_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes[at..].starts_with(b">") {
+        return Some(at);
+    }
+    if bytes[at..].starts_with(b"->") {
+        return Some(at + 1);
+    }
+    let mut from = at;
+    loop {
+        let dashes = from + bytes[from..].windows(2).position(|w| w == b"--")?;
+        match &bytes[dashes + 2..] {
+            [b'>', ..] => return Some(dashes + 2),
+            [b'!', b'>', ..] => return Some(dashes + 3),
+            _ => from = dashes + 1,
+        }
+    }
+}
+
+/// Finds `needle` (ASCII, lowercase) case-insensitively from `at`.
+fn find_ci(bytes: &[u8], at: usize, needle: &[u8]) -> Option<usize> {
+    if needle.len() > bytes.len() {
+        return None;
+    }
+    (at..=bytes.len() - needle.len())
+        .find(|&i| bytes[i..i + needle.len()].eq_ignore_ascii_case(needle))
+}
+
+/// The deepest nesting of elements, by a quick scan of the tags: an opening tag goes one
+/// deeper, a closing tag one back. As in html5ever, a self-closing `<div/>` opens a `div`
+/// (the flag only counts for void elements and inside `<svg>`/`<math>`); comments and the
+/// text of `script`, `style` and their kind are skipped. Elements the parser closes by itself
+/// are not counted, so this never counts deeper than the parser nests ordinary pages; what
+/// it misses, the parser guard catches.
 fn nesting_depth(text: &str) -> usize {
-    const VOID: &[&str] = &[
-        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-        "track", "wbr", "!doctype", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup",
-        "thead", "tbody", "tfoot", "colgroup", "rb", "rt", "rp", "html", "head", "body",
-    ];
     let bytes = text.as_bytes();
-    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut depth, mut deepest, mut foreign) = (0usize, 0usize, 0usize);
     let mut at = 0;
     while let Some(offset) = bytes[at..].iter().position(|&b| b == b'<') {
         let start = at + offset + 1;
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| b == b'>')
-            .map_or(bytes.len(), |e| start + e);
-        let tag = &text[start.min(text.len())..end.min(text.len())];
-        if let Some(rest) = tag.strip_prefix('/') {
-            let name = rest
-                .split(|c: char| c.is_whitespace())
-                .next()
-                .unwrap_or_default()
-                .to_ascii_lowercase();
-            if !name.is_empty() && !VOID.contains(&name.as_str()) {
+        let rest = &bytes[start..];
+        if rest.starts_with(b"!--") {
+            match comment_end(bytes, start + 3) {
+                Some(end) => at = end + 1,
+                None => break,
+            }
+            continue;
+        }
+        let name_end = |from: usize| {
+            from + bytes[from..]
+                .iter()
+                .position(|&b| is_space(b) || b == b'/' || b == b'>')
+                .unwrap_or(bytes.len() - from)
+        };
+        if rest.first() == Some(&b'/') && rest.get(1).is_some_and(u8::is_ascii_alphabetic) {
+            let end_of_name = name_end(start + 1);
+            let name = text[start + 1..end_of_name].to_ascii_lowercase();
+            if !VOID.contains(&name.as_str()) && !SELF_CLOSING_BY_RULE.contains(&name.as_str()) {
                 depth = depth.saturating_sub(1);
             }
-        } else if tag.starts_with(|c: char| c.is_ascii_alphabetic()) && !tag.ends_with('/') {
-            let name = tag
-                .split(|c: char| c.is_whitespace())
-                .next()
-                .unwrap_or_default()
-                .to_ascii_lowercase();
-            if !VOID.contains(&name.as_str()) {
-                depth += 1;
-                deepest = deepest.max(depth);
+            if name == "svg" || name == "math" {
+                foreign = foreign.saturating_sub(1);
             }
+            match bytes[end_of_name..].iter().position(|&b| b == b'>') {
+                Some(gt) => at = end_of_name + gt + 1,
+                None => break,
+            }
+            continue;
         }
-        at = end.min(bytes.len().saturating_sub(1)).max(start);
-        if end >= bytes.len() {
+        if !rest.first().is_some_and(u8::is_ascii_alphabetic) {
+            // `<!doctype>`, `<?...>`, `</ 3>` and the like run to the next `>`; a lone `<` is text.
+            if matches!(rest.first(), Some(b'!') | Some(b'?') | Some(b'/')) {
+                match bytes[start..].iter().position(|&b| b == b'>') {
+                    Some(gt) => at = start + gt + 1,
+                    None => break,
+                }
+            } else {
+                at = start;
+            }
+            continue;
+        }
+        let end_of_name = name_end(start);
+        let name = text[start..end_of_name].to_ascii_lowercase();
+        let (end, self_closing) = start_tag_end(bytes, end_of_name);
+        if foreign > 0 && BREAKOUT.contains(&name.as_str()) {
+            foreign = 0;
+        }
+        if foreign > 0 {
+            if !self_closing {
+                depth += 1;
+                if name == "svg" || name == "math" {
+                    foreign += 1;
+                }
+            }
+        } else if name == "svg" || name == "math" {
+            if !self_closing {
+                depth += 1;
+                foreign = 1;
+            }
+        } else if !VOID.contains(&name.as_str()) && !SELF_CLOSING_BY_RULE.contains(&name.as_str()) {
+            depth += 1;
+        }
+        deepest = deepest.max(depth);
+        at = end.saturating_add(1);
+        if at >= bytes.len() {
+            break;
+        }
+        if foreign == 0 && RAW_TEXT.contains(&name.as_str()) {
+            // The element's text runs to its end tag, which is then read as a tag.
+            let mut needle = b"</".to_vec();
+            needle.extend_from_slice(name.as_bytes());
+            match find_ci(bytes, at, &needle) {
+                Some(close) => at = close,
+                None => break,
+            }
+        } else if foreign == 0 && name == "plaintext" {
             break;
         }
     }
     deepest
+}
+
+/// The pairs of attributes the tokenizer will compare, over all tags, and the most attributes
+/// of one tag, found without knowing where tags really are: every `<` followed by a letter (or
+/// `</` and a letter) starts a possible tag, which is followed through the tokenizer's
+/// attribute states (quoted values may hold `>`) to its `>`. Possible tags in the same state
+/// at the same byte go on identically, so only the largest count per state is kept: linear
+/// time, and no comment, script or CDATA section can hide a tag from it. Text that only looks
+/// like tags (`i<n` in a script) is counted too, which is why the limit is on pairs over the
+/// whole file, far above what real pages and scripts reach, rather than a small count per tag.
+fn attribute_pairs(bytes: &[u8]) -> (u64, usize) {
+    const TAG_NAME: usize = 0;
+    const BEFORE_NAME: usize = 1;
+    const NAME: usize = 2;
+    const AFTER_NAME: usize = 3;
+    const BEFORE_VALUE: usize = 4;
+    const DOUBLE: usize = 5;
+    const SINGLE: usize = 6;
+    const UNQUOTED: usize = 7;
+    const AFTER_QUOTED: usize = 8;
+    const SELF_CLOSING: usize = 9;
+    const END_OPEN: usize = 10;
+    const STATES: usize = 11;
+    type Runs = [Option<usize>; STATES];
+
+    fn pairs(count: usize) -> u64 {
+        let n = count as u64;
+        n * n.saturating_sub(1) / 2
+    }
+
+    /// Where each run goes; `done` adds up the pairs of the tags that end.
+    struct Next {
+        runs: Runs,
+        done: u64,
+        most: usize,
+    }
+
+    impl Next {
+        fn go(&mut self, state: usize, count: usize) {
+            self.most = self.most.max(count);
+            let slot = &mut self.runs[state];
+            *slot = Some(slot.map_or(count, |c| c.max(count)));
+        }
+
+        fn end(&mut self, count: usize) {
+            self.done = self.done.saturating_add(pairs(count));
+        }
+    }
+
+    fn step(state: usize, count: usize, b: u8, next: &mut Next) {
+        let space = is_space(b);
+        match state {
+            TAG_NAME => match b {
+                _ if space => next.go(BEFORE_NAME, count),
+                b'/' => next.go(SELF_CLOSING, count),
+                b'>' => next.end(count),
+                _ => next.go(TAG_NAME, count),
+            },
+            BEFORE_NAME => match b {
+                _ if space => next.go(BEFORE_NAME, count),
+                b'/' | b'>' => step(AFTER_NAME, count, b, next),
+                _ => next.go(NAME, count + 1),
+            },
+            NAME => match b {
+                _ if space => step(AFTER_NAME, count, b, next),
+                b'/' | b'>' => step(AFTER_NAME, count, b, next),
+                b'=' => next.go(BEFORE_VALUE, count),
+                _ => next.go(NAME, count),
+            },
+            AFTER_NAME => match b {
+                _ if space => next.go(AFTER_NAME, count),
+                b'/' => next.go(SELF_CLOSING, count),
+                b'=' => next.go(BEFORE_VALUE, count),
+                b'>' => next.end(count),
+                _ => next.go(NAME, count + 1),
+            },
+            BEFORE_VALUE => match b {
+                _ if space => next.go(BEFORE_VALUE, count),
+                b'"' => next.go(DOUBLE, count),
+                b'\'' => next.go(SINGLE, count),
+                b'>' => next.end(count),
+                _ => step(UNQUOTED, count, b, next),
+            },
+            DOUBLE if b == b'"' => next.go(AFTER_QUOTED, count),
+            DOUBLE => next.go(DOUBLE, count),
+            SINGLE if b == b'\'' => next.go(AFTER_QUOTED, count),
+            SINGLE => next.go(SINGLE, count),
+            UNQUOTED => match b {
+                _ if space => next.go(BEFORE_NAME, count),
+                b'>' => next.end(count),
+                _ => next.go(UNQUOTED, count),
+            },
+            AFTER_QUOTED => match b {
+                _ if space => next.go(BEFORE_NAME, count),
+                b'/' => next.go(SELF_CLOSING, count),
+                b'>' => next.end(count),
+                _ => step(BEFORE_NAME, count, b, next),
+            },
+            SELF_CLOSING => match b {
+                b'>' => next.end(count),
+                _ => step(BEFORE_NAME, count, b, next),
+            },
+            // END_OPEN: the `/` of `</`.
+            _ => next.go(TAG_NAME, count),
+        }
+    }
+
+    let mut runs: Runs = [None; STATES];
+    let mut active = false;
+    let (mut done, mut most) = (0u64, 0usize);
+    let mut at = 0;
+    while at < bytes.len() {
+        if !active {
+            // Nothing open: jump to the next `<`.
+            match bytes[at..].iter().position(|&b| b == b'<') {
+                Some(offset) => at += offset,
+                None => break,
+            }
+        }
+        let b = bytes[at];
+        if active {
+            let mut next = Next {
+                runs: [None; STATES],
+                done,
+                most,
+            };
+            for (state, count) in runs.iter().enumerate() {
+                if let Some(count) = count {
+                    step(state, *count, b, &mut next);
+                }
+            }
+            (runs, done, most) = (next.runs, next.done, next.most);
+            if done > MAX_ATTRIBUTE_PAIRS {
+                break;
+            }
+        }
+        if b == b'<' {
+            match bytes.get(at + 1) {
+                Some(c) if c.is_ascii_alphabetic() => {
+                    runs[TAG_NAME] = Some(runs[TAG_NAME].unwrap_or(0));
+                }
+                Some(b'/') if bytes.get(at + 2).is_some_and(u8::is_ascii_alphabetic) => {
+                    runs[END_OPEN] = Some(runs[END_OPEN].unwrap_or(0));
+                }
+                _ => {}
+            }
+        }
+        active = runs.iter().any(Option::is_some);
+        at += 1;
+    }
+    // Tags still open at the end: the tokenizer compared their attributes all the same.
+    for count in runs.iter().flatten() {
+        done = done.saturating_add(pairs(*count));
+    }
+    (done, most)
 }
 
 /// Whether the bytes start (after a BOM and whitespace) with `<!doctype html` or `<html`.
@@ -153,29 +737,64 @@ fn is_dropped(element: &scraper::node::Element, keep_header: bool) -> bool {
     })
 }
 
-/// The biggest `<main>` or `<article>` outside dropped elements, else `<body>`, else the root.
+/// The biggest `<main>` or `<article>` (by the trimmed length of all the text inside it)
+/// outside dropped elements, the first of equals, else `<body>`, else the root. One walk over
+/// the tree: each candidate's text is summed as the walk leaves it and added to the candidate
+/// around it, so a thousand nested articles cost no more than one.
 fn content_root(document: &Html) -> ElementRef<'_> {
-    let mut best: Option<(usize, ElementRef<'_>)> = None;
-    for node in document.tree.root().descendants() {
-        let Some(element) = ElementRef::wrap(node) else {
-            continue;
-        };
-        let name = element.value().name();
-        if name != "main" && name != "article" {
-            continue;
-        }
-        let hidden = node
-            .ancestors()
-            .any(|a| a.value().as_element().is_some_and(|e| is_dropped(e, false)));
-        if hidden || is_dropped(element.value(), false) {
-            continue;
-        }
-        let size: usize = element.text().map(|t| t.trim().len()).sum();
-        if best.as_ref().is_none_or(|(s, _)| size > *s) {
-            best = Some((size, element));
+    // Open candidates: (their node, text so far); and whether each open element is dropped.
+    let mut open: Vec<(NodeRef<'_, Node>, usize)> = Vec::new();
+    let mut dropped: Vec<bool> = Vec::new();
+    let mut hidden = 0usize;
+    let mut best: Option<(usize, NodeId, ElementRef<'_>)> = None;
+    let mut order: HashMap<NodeId, usize> = HashMap::new();
+    for edge in document.tree.root().traverse() {
+        match edge {
+            Edge::Open(node) => match node.value() {
+                Node::Element(element) => {
+                    let drop = is_dropped(element, false);
+                    let name = element.name();
+                    if hidden == 0 && !drop && (name == "main" || name == "article") {
+                        order.insert(node.id(), order.len());
+                        open.push((node, 0));
+                    }
+                    dropped.push(drop);
+                    hidden += usize::from(drop);
+                }
+                Node::Text(text) => {
+                    if let Some((_, size)) = open.last_mut() {
+                        *size += text.trim().len();
+                    }
+                }
+                _ => {}
+            },
+            Edge::Close(node) => {
+                if !node.value().is_element() {
+                    continue;
+                }
+                if dropped.pop() == Some(true) {
+                    hidden -= 1;
+                }
+                if open.last().is_some_and(|(n, _)| n.id() == node.id()) {
+                    let (_, size) = open.pop().unwrap_or((node, 0));
+                    if let Some((_, outer)) = open.last_mut() {
+                        *outer += size;
+                    }
+                    let first = order[&node.id()];
+                    let better = match &best {
+                        None => true,
+                        Some((s, id, _)) => size > *s || (size == *s && first < order[id]),
+                    };
+                    if better {
+                        if let Some(element) = ElementRef::wrap(node) {
+                            best = Some((size, node.id(), element));
+                        }
+                    }
+                }
+            }
         }
     }
-    if let Some((size, element)) = best {
+    if let Some((size, _, element)) = best {
         if size > 0 {
             return element;
         }
@@ -504,6 +1123,121 @@ mod tests {
         let deep = "<div>".repeat(500) + "deep text<br><img src=x>" + &"</div>".repeat(500);
         assert_eq!(nesting_depth(&deep), 500);
         assert_eq!(sections(&deep), vec![("".into(), "deep text".into())]);
+    }
+
+    fn refused(html: &str) -> String {
+        let err = crate::parse::parse(SourceKind::Html, html.as_bytes(), &ParseLimits::default())
+            .unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        err.to_string()
+    }
+
+    #[test]
+    fn self_closed_divs_nest_and_are_refused_by_the_scan() {
+        let bomb = String::from_utf8(crate::fixtures::nested_html(200_000)).unwrap();
+        assert_eq!(bomb.len(), 1_200_000);
+        assert_eq!(nesting_depth(&bomb), 200_000);
+        assert_eq!(
+            refused(&bomb),
+            "the html nests elements deeper than the limit of 2000"
+        );
+        // Inside svg and math the slash closes the element; void elements never open.
+        let svg = format!("<svg>{}</svg><p>x", "<path d=\"M0 0\"/>".repeat(5000));
+        assert_eq!(nesting_depth(&svg), 1);
+        assert_eq!(sections(&svg), vec![("".into(), "x".into())]);
+        assert_eq!(nesting_depth(&"<br/><img src=x/>".repeat(5000)), 0);
+        // A div with an unquoted "/" value is not self-closing, and a quoted ">" ends nothing.
+        assert_eq!(nesting_depth("<div title=/><span a=\">\">"), 2);
+        // Script text and comments are not markup.
+        assert_eq!(
+            nesting_depth("<script>'<div><div>'</script><!-- <div><div> -->"),
+            1
+        );
+    }
+
+    #[test]
+    fn nesting_the_scan_does_not_count_is_stopped_by_the_parser_guard() {
+        // Each of these nests an element per repetition inside html5ever although the scan,
+        // which leaves out elements the parser usually closes by itself, counts little of it.
+        for bomb in [
+            "<li><dd>".repeat(5000),
+            "<rt>".repeat(5000),
+            "<optgroup>".repeat(5000),
+            "<div></b>".repeat(5000),
+            format!("<svg><foreignObject>{}", "<div/>".repeat(5000)),
+            format!("<template>{}", "<li><dd>".repeat(900)).repeat(6),
+        ] {
+            assert_eq!(
+                refused(&bomb),
+                "the html nests elements deeper than the limit of 2000"
+            );
+        }
+    }
+
+    #[test]
+    fn formatting_elements_re_created_in_every_block_are_stopped() {
+        // 1,500 open formatting elements are re-created inside each of 1,000 paragraphs: 1.5
+        // million elements from 30 KB.
+        let mut bomb = String::from("<div>");
+        for i in 0..1500 {
+            bomb.push_str(&format!("<b id={i}>"));
+        }
+        bomb.push_str("</div>");
+        bomb.push_str(&"<p>x</p>".repeat(1000));
+        assert_eq!(
+            refused(&bomb),
+            "the html makes more elements than the limit of 1000000"
+        );
+    }
+
+    #[test]
+    fn tags_with_too_many_attributes_are_refused_before_parsing() {
+        let attributes = |n: usize| (0..n).map(|i| format!(" a{i}")).collect::<String>();
+        let giant = attributes(40_000);
+        let bomb = format!("<div{giant}>text</div>");
+        assert_eq!(
+            refused(&bomb),
+            "the html's tags have too many attributes (one has 40000): comparing them takes \
+             more than the limit of 500000000 attribute pairs"
+        );
+        // Many tags of 5,000 attributes add up.
+        let many = format!("<div{}>text</div>", attributes(5000)).repeat(100);
+        assert!(refused(&many).contains("attribute pairs"));
+        // Hidden in a comment, a script or behind a quoted ">", a tag is still counted.
+        for wrapped in [
+            format!("<!-- --><x{giant}>"),
+            format!("<script>//</script><x{giant}>"),
+            format!("<script><!--</script><x{giant}>-->"),
+            format!("<a title=\"-->\"><x{giant}>"),
+            format!("</x{giant}>"),
+        ] {
+            assert!(
+                refused(&wrapped).contains("attribute pairs"),
+                "{wrapped:.40}"
+            );
+        }
+        assert_eq!(attribute_pairs(b"<a href=\"x > y\" b c=d e='f'>"), (6, 4));
+        assert_eq!(attribute_pairs(b"a < b and c > d"), (0, 0));
+        // A page of ordinary tags reads.
+        let page = format!("<p{}>text</p>", attributes(50)).repeat(2000);
+        assert!(
+            crate::parse::parse(SourceKind::Html, page.as_bytes(), &ParseLimits::default()).is_ok()
+        );
+    }
+
+    #[test]
+    fn wide_pages_read() {
+        let wide = "<div>word</div>".repeat(20_000);
+        let parsed =
+            crate::parse::parse(SourceKind::Html, wide.as_bytes(), &ParseLimits::default())
+                .unwrap();
+        assert_eq!(parsed.sections.len(), 1);
+        // Deeply nested articles are sized in one walk.
+        let nested = "<article>".repeat(1500) + &"<i>word</i> ".repeat(5000);
+        let parsed =
+            crate::parse::parse(SourceKind::Html, nested.as_bytes(), &ParseLimits::default())
+                .unwrap();
+        assert_eq!(parsed.sections[0].text.split(' ').count(), 5000);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Image files (PNG, JPEG, WebP, TIFF) go to OCR whole. Only the header is read here, to check
 //! that the image is one of those formats and that its width x height is within
-//! [`ParseLimits::max_image_pixels`]; the bytes are passed on unchanged.
+//! [`ParseLimits::max_image_pixels`]; the bytes are passed on unchanged, and nothing decodes
+//! them before this check (the decoder allocates the whole image from the header). A JPEG is
+//! sized by [`jpeg_frame_size`], which reads markers the way libjpeg does.
 
 use super::{kind_name, ParseError, ParseLimits};
 use crate::model::{PageImage, Parsed, SourceKind};
@@ -25,9 +27,14 @@ pub(crate) fn parse(
             "not a png, jpeg, webp or tiff image",
         ));
     }
-    let size = imagesize::blob_size(bytes)
-        .map_err(|_| ParseError::corrupt(name, "the image header could not be read"))?;
-    let (width, height) = (size.width as u64, size.height as u64);
+    let (width, height) = if format == imagesize::ImageType::Jpeg {
+        jpeg_frame_size(bytes)
+            .ok_or_else(|| ParseError::corrupt(name, "the image header could not be read"))?
+    } else {
+        let size = imagesize::blob_size(bytes)
+            .map_err(|_| ParseError::corrupt(name, "the image header could not be read"))?;
+        (size.width as u64, size.height as u64)
+    };
     if width == 0 || height == 0 {
         return Err(ParseError::corrupt(name, "the image has no pixels"));
     }
@@ -41,6 +48,47 @@ pub(crate) fn parse(
         }],
         pages: 1,
     })
+}
+
+/// The width and height in a JPEG's frame header (its first SOFn marker), found the way libjpeg
+/// reads markers: bytes between segments are skipped up to the next `0xFF`, fill bytes and
+/// stuffed zeros are skipped, RSTn and TEM have no length, and a second SOI, an EOI or a scan
+/// before any frame header is an error (so is a frame of height 0, defined later by DNL). A
+/// reader that took the length of a parameterless marker would skip a different stretch of
+/// the file and could be shown a small frame while the decoder finds a huge one.
+pub(crate) fn jpeg_frame_size(bytes: &[u8]) -> Option<(u64, u64)> {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let mut at = 2;
+    loop {
+        // The next marker: skip to an 0xFF, then past fill bytes; 0xFF 0x00 is no marker.
+        at += bytes.get(at..)?.iter().position(|&b| b == 0xFF)?;
+        while bytes.get(at) == Some(&0xFF) {
+            at += 1;
+        }
+        let marker = *bytes.get(at)?;
+        at += 1;
+        match marker {
+            0x00 | 0x01 | 0xD0..=0xD7 => continue,
+            // SOI again, EOI or a scan before any frame: libjpeg fails.
+            0xD8..=0xDA => return None,
+            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => {
+                let frame = bytes.get(at..at + 7)?;
+                let height = u16::from_be_bytes([frame[3], frame[4]]) as u64;
+                let width = u16::from_be_bytes([frame[5], frame[6]]) as u64;
+                return (height > 0).then_some((width, height));
+            }
+            _ => {
+                let length = bytes.get(at..at + 2)?;
+                let length = u16::from_be_bytes([length[0], length[1]]) as usize;
+                if length < 2 {
+                    return None;
+                }
+                at += length;
+            }
+        }
+    }
 }
 
 /// `Limit` when `width x height` is over the cap.
@@ -96,6 +144,60 @@ pub(crate) mod tests {
             "the image is 30000x30000 pixels; the limit is 50000000 pixels"
         );
         assert!(matches!(err, ParseError::Limit(_)));
+    }
+
+    #[test]
+    fn image_bombs_are_refused_by_their_header() {
+        let err = super::super::parse(
+            SourceKind::Png,
+            &crate::fixtures::png_bomb(),
+            &ParseLimits::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the image is 100000x100000 pixels; the limit is 50000000 pixels"
+        );
+        let err = super::super::parse(
+            SourceKind::Jpeg,
+            &crate::fixtures::jpeg_bomb(),
+            &ParseLimits::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the image is 65535x65535 pixels; the limit is 50000000 pixels"
+        );
+    }
+
+    #[test]
+    fn jpeg_markers_are_read_as_libjpeg_reads_them() {
+        let sof = |w: u16, h: u16| {
+            let mut s = vec![0xFF, 0xC0, 0x00, 0x0B, 0x08];
+            s.extend_from_slice(&h.to_be_bytes());
+            s.extend_from_slice(&w.to_be_bytes());
+            s.extend_from_slice(&[0x01, 0x01, 0x11, 0x00]);
+            s
+        };
+        let mut plain = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x00, 0x00];
+        plain.extend(sof(640, 480));
+        assert_eq!(jpeg_frame_size(&plain), Some((640, 480)));
+        // A parameterless RST0 followed by a huge frame: a reader that takes two bytes of
+        // length after RST0 skips the huge frame and finds the small one further on.
+        let mut trick = vec![0xFF, 0xD8, 0xFF, 0xD0];
+        trick.extend(sof(60_000, 60_000));
+        trick.extend_from_slice(&[0u8; 65_536]);
+        trick.extend(sof(10, 10));
+        assert_eq!(jpeg_frame_size(&trick), Some((60_000, 60_000)));
+        // Fill bytes and garbage between segments are skipped; a scan before the frame fails.
+        let mut fill = vec![0xFF, 0xD8, 0x00, 0x12, 0xFF, 0xFF];
+        fill.extend(sof(3, 2));
+        assert_eq!(jpeg_frame_size(&fill), Some((3, 2)));
+        assert_eq!(jpeg_frame_size(&[0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02]), None);
+        assert_eq!(jpeg_frame_size(&[0xFF, 0xD8, 0xFF, 0xD8]), None);
+        assert_eq!(jpeg_frame_size(b"not a jpeg"), None);
     }
 
     #[test]

@@ -12,9 +12,12 @@
 //! - [`text`]: UTF-8 / UTF-16 plain text as one section.
 //! - [`image`]: image files, checked and passed whole to OCR.
 //!
-//! Every parser is synchronous and bounded by [`ParseLimits`]: pages, pixels per image,
-//! decompressed bytes, output text, spreadsheet cells and zip entries. Zip containers are
-//! checked by [`zip_guard`] before anything reads them. [`parse`] never panics: a panic inside
+//! Every parser is synchronous and bounded by [`ParseLimits`]: pages, pixels per image and per
+//! document, decompressed bytes, output text, spreadsheet cells and zip entries. Zip containers
+//! are checked by [`zip_guard`] before anything reads them, and whatever a library would
+//! allocate from a file's own declarations (a spreadsheet's dimensions, an image's header) is
+//! checked against the limits before the library sees the file: a worker's memory limit is the
+//! last line, not the first. [`parse`] never panics: a panic inside
 //! a parser (a bug or a dependency's assertion on hostile input) becomes [`ParseError::Corrupt`].
 //!
 //! [`sniff`] guesses the kind from the bytes when neither a name nor a MIME type says it.
@@ -24,25 +27,34 @@ mod docx;
 mod html;
 mod image;
 mod markdown;
+mod ods_guard;
+pub(crate) mod ole;
 mod pdf;
 mod pdf_image;
 mod sheet;
 mod sink;
 mod text;
+mod xls_guard;
 mod zip_guard;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::model::{Parsed, SourceKind};
 
-/// Bounds on the work and memory one parse may take.
+/// Bounds on the work and memory one parse may take. A field missing from serialised limits
+/// keeps its default.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ParseLimits {
     /// Pages of a PDF.
     pub max_pages: u32,
     /// Pixels (width x height) of one image.
     pub max_image_pixels: u64,
-    /// Decompressed bytes read out of a zip container or out of a PDF's streams, in total.
+    /// Pixels of all the images of one document handed to OCR together (each image once,
+    /// however many pages draw it).
+    pub max_total_pixels: u64,
+    /// Decompressed bytes read out of a zip container or out of a PDF's streams (and the images
+    /// a PDF hands to OCR), in total.
     pub max_unpacked_bytes: u64,
     /// Bytes of output text.
     pub max_text_bytes: usize,
@@ -57,6 +69,7 @@ impl Default for ParseLimits {
         ParseLimits {
             max_pages: 2000,
             max_image_pixels: 50_000_000,
+            max_total_pixels: 200_000_000,
             max_unpacked_bytes: 256 * 1024 * 1024,
             max_text_bytes: 50 * 1024 * 1024,
             max_cells: 2_000_000,
@@ -243,6 +256,7 @@ mod tests {
         let limits = ParseLimits::default();
         assert_eq!(limits.max_pages, 2000);
         assert_eq!(limits.max_image_pixels, 50_000_000);
+        assert_eq!(limits.max_total_pixels, 200_000_000);
         assert_eq!(limits.max_unpacked_bytes, 268_435_456);
         assert_eq!(limits.max_text_bytes, 52_428_800);
         assert_eq!(limits.max_cells, 2_000_000);

@@ -12,10 +12,15 @@
 //! Form XObjects are walked for text too (depth 8, no form twice on one path).
 //!
 //! A page whose text has fewer than 20 non-space characters hands its image XObjects to OCR
-//! ([`super::pdf_image`]), with path `Page N` and the position where its section goes.
-//! Limits: pages ([`ParseLimits::max_pages`]), pixels per image (an image over the cap is
-//! skipped with a warning; if that leaves nothing, the file is a limit error), the
-//! decompression budget, output text.
+//! ([`super::pdf_image`]), with path `Page N` and the position where its section goes. An
+//! image is handed over once, on the first page that draws it, however many pages draw it.
+//! Limits: pages ([`ParseLimits::max_pages`]); pixels per image, measured from the image's
+//! own header where it has one (a JPEG's frame header, not the dictionary's `/Width` and
+//! `/Height`, which may lie): an image over [`ParseLimits::max_image_pixels`] is skipped with
+//! a warning, and if that leaves nothing the file is a limit error; pixels of all the images
+//! handed over ([`ParseLimits::max_total_pixels`]); bytes of all the decoded streams and
+//! images together ([`ParseLimits::max_unpacked_bytes`]); output text. A page tree whose
+//! `/Kids` refer back to an ancestor is corrupt.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -56,7 +61,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
                 ..
             }) = err
             {
-                return Err(unpacked_limit());
+                return Err(unpacked_limit(limits));
             }
             return Err(ParseError::corrupt(KIND, "the file could not be read"));
         }
@@ -64,6 +69,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
     if doc.trailer.has(b"Encrypt") && !doc.was_encrypted() {
         return Err(ParseError::Encrypted);
     }
+    check_page_tree(&doc)?;
     let pages = doc.get_pages();
     if pages.is_empty() {
         return Err(ParseError::corrupt(KIND, "the file has no pages"));
@@ -77,6 +83,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
     }
     let mut ctx = Context {
         doc: &doc,
+        limits,
         fonts: HashMap::new(),
         budget: limits.max_unpacked_bytes,
         operations: 0,
@@ -84,6 +91,9 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
     let mut out = Sections::new(limits.max_text_bytes);
     let mut images = Vec::new();
     let mut too_big: Option<(u64, u64)> = None;
+    // Images already handed over (or refused): each is OCR'd once, on its first page.
+    let mut handled: HashSet<ObjectId> = HashSet::new();
+    let mut pixels_left = limits.max_total_pixels;
     for (&number, &page_id) in &pages {
         let page = ctx.page(page_id)?;
         let path = format!("Page {number}");
@@ -91,15 +101,27 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
         if chars < MIN_TEXT_CHARS {
             let position = out.len();
             for image_id in &page.images {
+                if !handled.insert(*image_id) {
+                    continue;
+                }
                 let Ok(stream) = doc.get_object(*image_id).and_then(Object::as_stream) else {
                     continue;
                 };
                 match pdf_image::extract(&doc, stream, limits.max_image_pixels, &mut ctx.budget) {
-                    Extracted::Image(data) => images.push(PageImage {
-                        path: path.clone(),
-                        position,
-                        data,
-                    }),
+                    Extracted::Image { data, pixels } => {
+                        pixels_left = pixels_left.checked_sub(pixels).ok_or_else(|| {
+                            ParseError::Limit(format!(
+                                "the pdf's images add up to more than the limit of {} pixels",
+                                limits.max_total_pixels
+                            ))
+                        })?;
+                        images.push(PageImage {
+                            path: path.clone(),
+                            position,
+                            data,
+                        });
+                    }
+                    Extracted::OverBudget => return Err(unpacked_limit(limits)),
                     Extracted::TooBig(w, h) => {
                         tracing::warn!(
                             page = number,
@@ -129,8 +151,65 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
     })
 }
 
-fn unpacked_limit() -> ParseError {
-    ParseError::Limit("the pdf's streams unpack to more data than the limit allows".into())
+fn unpacked_limit(limits: &ParseLimits) -> ParseError {
+    ParseError::Limit(format!(
+        "the pdf's streams and images unpack to more than the limit of {} bytes",
+        limits.max_unpacked_bytes
+    ))
+}
+
+/// Walks the page tree from the catalog the way lopdf's page iterator does (the same `/Kids`,
+/// the same cap on visits: one per object) and fails on a `/Kids` entry that refers back to a
+/// node on the path from the root: lopdf would not loop for ever, but it would hand the same
+/// pages over and over until its visit cap. The walk keeps its own stack: no recursion.
+fn check_page_tree(doc: &Document) -> Result<(), ParseError> {
+    let kids = |id: ObjectId| -> &[Object] {
+        doc.get_dictionary(id)
+            .and_then(|node| node.get_deref(b"Kids", doc))
+            .and_then(Object::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    };
+    let Ok(root) = doc
+        .catalog()
+        .and_then(|catalog| catalog.get(b"Pages"))
+        .and_then(Object::as_reference)
+    else {
+        return Ok(());
+    };
+    let mut path: Vec<(ObjectId, &[Object])> = vec![(root, kids(root))];
+    let mut on_path: HashSet<ObjectId> = HashSet::from([root]);
+    let mut visits_left = doc.objects.len();
+    while let Some((node, rest)) = path.last_mut() {
+        let Some((kid, tail)) = rest.split_first() else {
+            on_path.remove(node);
+            path.pop();
+            continue;
+        };
+        *rest = tail;
+        if visits_left == 0 {
+            break;
+        }
+        visits_left -= 1;
+        let Ok(id) = kid.as_reference() else {
+            continue;
+        };
+        let is_node = doc
+            .get_dictionary(id)
+            .and_then(Dictionary::get_type)
+            .is_ok_and(|t| t == b"Pages");
+        if !is_node {
+            continue;
+        }
+        if !on_path.insert(id) {
+            return Err(ParseError::corrupt(
+                KIND,
+                "the page tree loops: a /Kids entry refers back to an ancestor",
+            ));
+        }
+        path.push((id, kids(id)));
+    }
+    Ok(())
 }
 
 /// A page's text and the image XObjects it draws, in drawing order.
@@ -156,6 +235,7 @@ enum FontKey {
 
 struct Context<'a> {
     doc: &'a Document,
+    limits: &'a ParseLimits,
     fonts: HashMap<FontKey, Rc<Font<'a>>>,
     budget: u64,
     operations: u64,
@@ -279,7 +359,7 @@ impl<'a> Context<'a> {
             Ok(content) => content,
             Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded {
                 ..
-            })) => return Err(unpacked_limit()),
+            })) => return Err(unpacked_limit(self.limits)),
             Err(err) => {
                 tracing::debug!(error = %err, "pdf page content unreadable");
                 Vec::new()
@@ -528,7 +608,7 @@ impl<'a> Context<'a> {
                     Ok(data) => data,
                     Err(lopdf::Error::Decompress(
                         lopdf::DecompressError::MemoryLimitExceeded { .. },
-                    )) => return Err(unpacked_limit()),
+                    )) => return Err(unpacked_limit(self.limits)),
                     Err(_) => return Ok(()),
                 };
                 self.budget = self.budget.saturating_sub(data.len() as u64);
@@ -963,6 +1043,126 @@ mod tests {
         );
         // The cycle is cut where the form would draw itself again.
         assert_eq!(text.matches("inner").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn an_image_bomb_drawn_on_every_page_is_a_limit() {
+        // One JPEG whose frame header says 20000x20000 while its dictionary says 100x100,
+        // drawn on 2,000 pages: refused by its own header, and looked at once.
+        let bytes = crate::fixtures::pdf_image_bomb(2000);
+        let err =
+            crate::parse::parse(SourceKind::Pdf, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the image is 20000x20000 pixels; the limit is 50000000 pixels"
+        );
+    }
+
+    /// A PDF whose pages draw the image XObjects named in `draws` (one entry per page).
+    fn pdf_drawing(images: &[(i64, i64, Vec<u8>)], draws: &[&[usize]]) -> Vec<u8> {
+        let mut doc = pdf_with(&vec![b"".as_slice(); draws.len()], dictionary! {});
+        let ids: Vec<ObjectId> = images
+            .iter()
+            .map(|(w, h, jpeg)| {
+                doc.add_object(Stream::new(
+                    dictionary! {
+                        "Type" => "XObject", "Subtype" => "Image", "Width" => *w,
+                        "Height" => *h, "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8,
+                        "Filter" => "DCTDecode",
+                    },
+                    jpeg.clone(),
+                ))
+            })
+            .collect();
+        let mut xobjects = Dictionary::new();
+        for (i, id) in ids.iter().enumerate() {
+            xobjects.set(format!("Im{i}"), *id);
+        }
+        for (_, obj) in doc.objects.iter_mut() {
+            if let Ok(d) = obj.as_dict_mut() {
+                if d.has(b"Font") {
+                    d.set("XObject", xobjects.clone());
+                }
+            }
+        }
+        for ((_, page_id), draw) in doc.get_pages().into_iter().zip(draws) {
+            let ops: String = draw.iter().map(|i| format!("/Im{i} Do ")).collect();
+            let content_id = doc.get_page_contents(page_id)[0];
+            if let Ok(Object::Stream(stream)) = doc.get_object_mut(content_id) {
+                stream.set_plain_content(ops.into_bytes());
+            }
+        }
+        save(doc)
+    }
+
+    fn jpeg(width: u16, height: u16) -> Vec<u8> {
+        let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x0B, 0x08];
+        jpeg.extend_from_slice(&height.to_be_bytes());
+        jpeg.extend_from_slice(&width.to_be_bytes());
+        jpeg.extend_from_slice(&[0x01, 0x01, 0x11, 0x00, 0xFF, 0xD9]);
+        jpeg
+    }
+
+    #[test]
+    fn an_image_drawn_on_many_pages_is_handed_over_once() {
+        let bytes = pdf_drawing(&[(40, 30, jpeg(40, 30))], &[&[0], &[0], &[0, 0]]);
+        let parsed = crate::parse::parse(SourceKind::Pdf, &bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.pages, 3);
+        assert_eq!(parsed.images.len(), 1);
+        assert_eq!(parsed.images[0].path, "Page 1");
+    }
+
+    #[test]
+    fn images_over_the_document_pixel_budget_are_a_limit() {
+        let images: Vec<(i64, i64, Vec<u8>)> =
+            (0..3).map(|_| (5000, 5000, jpeg(5000, 5000))).collect();
+        let bytes = pdf_drawing(&images, &[&[0], &[1], &[2]]);
+        let limits = ParseLimits {
+            max_total_pixels: 60_000_000,
+            ..ParseLimits::default()
+        };
+        let err = crate::parse::parse(SourceKind::Pdf, &bytes, &limits).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the pdf's images add up to more than the limit of 60000000 pixels"
+        );
+        // Under the default budget the same three images are handed over.
+        let parsed = crate::parse::parse(SourceKind::Pdf, &bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.images.len(), 3);
+        // The byte budget counts the images handed over too.
+        let limits = ParseLimits {
+            max_unpacked_bytes: 30,
+            ..ParseLimits::default()
+        };
+        let err = crate::parse::parse(SourceKind::Pdf, &bytes, &limits).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert!(err.to_string().contains("limit of 30 bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_jpeg_larger_than_its_dictionary_says_is_measured_by_its_header() {
+        // The dictionary says 100x100; the frame header 9000x9000 (81 megapixels).
+        let bytes = pdf_drawing(&[(100, 100, jpeg(9000, 9000))], &[&[0]]);
+        let err =
+            crate::parse::parse(SourceKind::Pdf, &bytes, &ParseLimits::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the image is 9000x9000 pixels; the limit is 50000000 pixels"
+        );
+    }
+
+    #[test]
+    fn a_page_tree_loop_is_corrupt() {
+        let bytes = crate::fixtures::pdf_page_tree_loop();
+        let err =
+            crate::parse::parse(SourceKind::Pdf, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(
+            matches!(err, ParseError::Corrupt { kind: "pdf", .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("loops"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! PDF image XObjects -> bytes Leptonica reads from memory, for OCR of scanned pages.
 //!
-//! - `DCTDecode`: the stream as-is (a JPEG file).
+//! - `DCTDecode`: the stream as-is (a JPEG file), sized by its own frame header (the decoder
+//!   allocates from that, whatever the dictionary says).
 //! - `CCITTFaxDecode`: the raw stream in a minimal single-strip TIFF (Compression 4 when
 //!   `K < 0`, else 3 with T4Options bit 0 when `K > 0`; WhiteIsZero unless `BlackIs1`).
 //! - Flate/LZW/ASCII filters or none (decoded by lopdf, PNG predictors undone), 8-bit
@@ -10,12 +11,31 @@
 
 use lopdf::{Dictionary, Document, Object, Stream};
 
+use super::image::jpeg_frame_size;
+
 /// What became of one image.
 pub(crate) enum Extracted {
-    Image(Vec<u8>),
+    /// Bytes for OCR, and the pixels a decoder will allocate for them.
+    Image {
+        data: Vec<u8>,
+        pixels: u64,
+    },
     /// Over the pixel cap: `(width, height)`.
     TooBig(u64, u64),
+    /// Over what is left of the decompression budget.
+    OverBudget,
     Skipped(&'static str),
+}
+
+/// Charges `data` to the budget and hands it over.
+fn image(data: Vec<u8>, pixels: u64, budget: &mut u64) -> Extracted {
+    match budget.checked_sub(data.len() as u64) {
+        Some(left) => {
+            *budget = left;
+            Extracted::Image { data, pixels }
+        }
+        None => Extracted::OverBudget,
+    }
 }
 
 fn int(doc: &Document, dict: &Dictionary, key: &[u8]) -> Option<i64> {
@@ -116,7 +136,7 @@ fn decode_inverted(doc: &Document, dict: &Dictionary) -> bool {
 }
 
 /// Encodes one image XObject; `budget` is what is left of the decompression allowance and is
-/// charged for decoded samples.
+/// charged for decoded samples and for the bytes handed over.
 pub(crate) fn extract(
     doc: &Document,
     stream: &Stream,
@@ -137,7 +157,17 @@ pub(crate) fn extract(
     let last = filters.last().map(Vec::as_slice);
     match last {
         Some(b"DCTDecode") | Some(b"DCT") if filters.len() == 1 => {
-            Extracted::Image(stream.content.clone())
+            // The JPEG's own frame header is what a decoder allocates from.
+            let Some((w, h)) = jpeg_frame_size(&stream.content) else {
+                return Extracted::Skipped("unreadable jpeg frame header");
+            };
+            if w.saturating_mul(h) > max_pixels {
+                return Extracted::TooBig(w, h);
+            }
+            if (stream.content.len() as u64) > *budget {
+                return Extracted::OverBudget;
+            }
+            image(stream.content.clone(), w * h, budget)
         }
         Some(b"CCITTFaxDecode") | Some(b"CCF") if filters.len() == 1 => {
             let parms = decode_parms(doc, dict);
@@ -157,17 +187,24 @@ pub(crate) fn extract(
             let byte_align = parms
                 .and_then(|d| boolean(doc, d, b"EncodedByteAlign"))
                 .unwrap_or(false);
+            if columns > 1 << 20 || rows > 1 << 20 {
+                return Extracted::Skipped("no usable size");
+            }
             if columns * rows > max_pixels {
                 return Extracted::TooBig(columns, rows);
             }
-            Extracted::Image(ccitt_tiff(
+            if (stream.content.len() as u64) > *budget {
+                return Extracted::OverBudget;
+            }
+            let tiff = ccitt_tiff(
                 &stream.content,
                 columns as u32,
                 rows as u32,
                 k,
                 black_is_1,
                 byte_align,
-            ))
+            );
+            image(tiff, columns * rows, budget)
         }
         Some(b"JPXDecode") | Some(b"JBIG2Decode") => Extracted::Skipped("jpx or jbig2"),
         _ => raw_samples(doc, stream, width, height, budget),
@@ -200,6 +237,9 @@ fn raw_samples(
         _ => return Extracted::Skipped("unsupported colour space or depth"),
     };
     let needed = stride * height;
+    if needed > *budget {
+        return Extracted::OverBudget;
+    }
     let allowed = (*budget).min(needed.saturating_mul(2).saturating_add(1024));
     let Ok(data) = stream.decompressed_content_with_limit(allowed as usize) else {
         return Extracted::Skipped("samples could not be decoded");
@@ -227,7 +267,10 @@ fn raw_samples(
         format!("{magic}\n{width} {height}\n255\n").into_bytes()
     };
     out.extend_from_slice(&samples);
-    Extracted::Image(out)
+    Extracted::Image {
+        data: out,
+        pixels: width * height,
+    }
 }
 
 /// A little-endian single-strip TIFF around CCITT data.

@@ -7,17 +7,31 @@
 //!
 //! Limits: zip containers pass [`super::zip_guard`] first and every entry is test-inflated
 //! against its declared size (calamine reads entries itself, so a lying header must be caught
-//! before); XLSX cells are streamed and counted against [`ParseLimits::max_cells`] as they
-//! come; XLS and ODS ranges are counted once loaded. `pages` is the number of sheets.
+//! before). calamine allocates from what a workbook declares before it reads a cell, so each
+//! format is checked before calamine sees it:
+//!
+//! - XLS: [`super::xls_guard`] reads the workbook stream out of the compound file, charges
+//!   every DIMENSIONS record and every sheet's cell grid against [`ParseLimits::max_cells`],
+//!   and hands calamine a clean compound file holding only the checked stream.
+//! - ODS: [`super::ods_guard`] streams `content.xml` and charges repeated rows and columns
+//!   the way calamine expands them.
+//! - XLSX: calamine reserves the shared string table from its declared `uniqueCount`, which
+//!   is charged against [`ParseLimits::max_cells`]; worksheet `<dimension>` only sizes a
+//!   reservation capped by calamine at 100,000 cells (and we stream cells, which reserves
+//!   nothing), so it is not checked.
+//!
+//! Then XLSX cells are streamed and counted against [`ParseLimits::max_cells`] as they come;
+//! XLS and ODS ranges are counted once loaded; the text held for every format is counted
+//! against [`ParseLimits::max_text_bytes`] as it is read. `pages` is the number of sheets.
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
 use calamine::{Data, DataType, Ods, OdsError, Reader, Xls, XlsError, Xlsx, XlsxError};
 
-use super::sink::Sections;
+use super::sink::{text_limit, Sections};
 use super::zip_guard::{self, Container};
-use super::{kind_name, ParseError, ParseLimits};
+use super::{kind_name, ods_guard, xls_guard, ParseError, ParseLimits};
 use crate::model::{Parsed, SourceKind};
 
 /// Rows per section.
@@ -62,34 +76,41 @@ pub(crate) fn parse(
     if format != SourceKind::Xls {
         zip_guard::verify_sizes(bytes, limits, name)?;
     }
-    let mut cells_left = limits.max_cells;
+    let mut budget = Budget {
+        cells: limits.max_cells,
+        text: limits.max_text_bytes,
+        limits,
+    };
     let mut out = Sections::new(limits.max_text_bytes);
     let sheets = match format {
         SourceKind::Xlsx => {
+            check_shared_strings(bytes, limits)?;
             let mut book = Xlsx::new(Cursor::new(bytes)).map_err(xlsx_error)?;
             let names = book.sheet_names();
             for sheet in &names {
-                let rows = xlsx_rows(&mut book, sheet, &mut cells_left, limits)?;
+                let rows = xlsx_rows(&mut book, sheet, &mut budget)?;
                 rows_to_sections(rows, Some(sheet), &mut out)?;
             }
             names.len()
         }
         SourceKind::Xls => {
-            let mut book = Xls::new(Cursor::new(bytes)).map_err(xls_error)?;
+            let clean = xls_guard::prepare(bytes, limits)?;
+            let mut book = Xls::new(Cursor::new(clean.as_slice())).map_err(xls_error)?;
             let names = book.sheet_names();
             for sheet in &names {
                 let range = book.worksheet_range(sheet).map_err(xls_error)?;
-                let rows = range_rows(&range, &mut cells_left, limits)?;
+                let rows = range_rows(&range, &mut budget)?;
                 rows_to_sections(rows, Some(sheet), &mut out)?;
             }
             names.len()
         }
         _ => {
+            ods_guard::check(bytes, limits)?;
             let mut book = Ods::new(Cursor::new(bytes)).map_err(ods_error)?;
             let names = book.sheet_names();
             for sheet in &names {
                 let range = book.worksheet_range(sheet).map_err(ods_error)?;
-                let rows = range_rows(&range, &mut cells_left, limits)?;
+                let rows = range_rows(&range, &mut budget)?;
                 rows_to_sections(rows, Some(sheet), &mut out)?;
             }
             names.len()
@@ -132,11 +153,86 @@ fn ods_error(err: OdsError) -> ParseError {
     }
 }
 
-fn cells_limit(limits: &ParseLimits) -> ParseError {
-    ParseError::Limit(format!(
-        "the spreadsheet has more than {} cells; the limit is {} cells",
-        limits.max_cells, limits.max_cells
-    ))
+/// What is left of the cell and text limits while a workbook is read.
+struct Budget<'a> {
+    cells: u64,
+    text: usize,
+    limits: &'a ParseLimits,
+}
+
+impl Budget<'_> {
+    /// Charges one non-empty cell holding `text`.
+    fn charge(&mut self, text: &str) -> Result<(), ParseError> {
+        let max = self.limits.max_cells;
+        self.cells = self.cells.checked_sub(1).ok_or_else(|| {
+            ParseError::Limit(format!(
+                "the spreadsheet has more than {max} cells; the limit is {max} cells"
+            ))
+        })?;
+        self.text = self
+            .text
+            .checked_sub(text.len())
+            .ok_or_else(|| text_limit(self.limits.max_text_bytes))?;
+        Ok(())
+    }
+}
+
+/// calamine reserves room for the shared strings an XLSX declares (`<sst uniqueCount>`) before
+/// it reads one. A workbook cannot use more distinct strings than it has cells, so a count over
+/// [`ParseLimits::max_cells`] is refused. Every entry named like the shared strings part is
+/// checked, wherever the package's relationships put it.
+fn check_shared_strings(bytes: &[u8], limits: &ParseLimits) -> Result<(), ParseError> {
+    use quick_xml::events::Event;
+    let Ok(mut zip) = zip::ZipArchive::new(Cursor::new(bytes)) else {
+        return Ok(());
+    };
+    for index in 0..zip.len() {
+        let Ok(entry) = zip.by_index(index) else {
+            continue;
+        };
+        let Ok(name) = entry.name() else {
+            continue;
+        };
+        let name = name.replace('\\', "/").to_ascii_lowercase();
+        if !name.ends_with("sharedstrings.xml") {
+            continue;
+        }
+        let mut reader = quick_xml::Reader::from_reader(std::io::BufReader::new(entry));
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_event_into(&mut buf) {
+                Ok(Event::Start(e)) | Ok(Event::Empty(e)) if e.local_name().as_ref() == "sst" => {
+                    let count = ods_guard::raw_attrs(e.attributes_raw())
+                        .map_while(Result::ok)
+                        .find(|(key, _)| *key == "uniqueCount")
+                        .map(|(_, value)| value.to_string());
+                    if let Some(count) = count {
+                        let digits = count.trim_start_matches('0');
+                        let declared: u128 = if digits.len() > 30 {
+                            u128::MAX
+                        } else {
+                            digits
+                                .bytes()
+                                .take_while(u8::is_ascii_digit)
+                                .fold(0u128, |n, d| n * 10 + u128::from(d - b'0'))
+                        };
+                        if declared > u128::from(limits.max_cells) {
+                            return Err(ParseError::Limit(format!(
+                                "the spreadsheet declares {count} shared strings, more than \
+                                 the limit of {} cells",
+                                limits.max_cells
+                            )));
+                        }
+                    }
+                    break;
+                }
+                Ok(Event::Eof) | Err(_) => break,
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Sparse rows: 1-based row number -> cells by 0-based column.
@@ -145,8 +241,7 @@ type Rows = BTreeMap<u32, Vec<(u32, Cell)>>;
 fn xlsx_rows(
     book: &mut Xlsx<Cursor<&[u8]>>,
     sheet: &str,
-    cells_left: &mut u64,
-    limits: &ParseLimits,
+    budget: &mut Budget<'_>,
 ) -> Result<Rows, ParseError> {
     let mut rows = Rows::new();
     let mut reader = book.worksheet_cells_reader(sheet).map_err(xlsx_error)?;
@@ -154,12 +249,10 @@ fn xlsx_rows(
         if cell.get_value().is_empty() {
             continue;
         }
-        *cells_left = cells_left
-            .checked_sub(1)
-            .ok_or_else(|| cells_limit(limits))?;
         let (row, col) = cell.get_position();
         let data: Data = cell.get_value().clone().into();
         let cell = to_cell(&data);
+        budget.charge(&cell.text)?;
         if !cell.text.is_empty() {
             rows.entry(row.saturating_add(1))
                 .or_default()
@@ -169,18 +262,12 @@ fn xlsx_rows(
     Ok(rows)
 }
 
-fn range_rows(
-    range: &calamine::Range<Data>,
-    cells_left: &mut u64,
-    limits: &ParseLimits,
-) -> Result<Rows, ParseError> {
+fn range_rows(range: &calamine::Range<Data>, budget: &mut Budget<'_>) -> Result<Rows, ParseError> {
     let (row0, col0) = range.start().unwrap_or((0, 0));
     let mut rows = Rows::new();
     for (row, col, data) in range.used_cells() {
-        *cells_left = cells_left
-            .checked_sub(1)
-            .ok_or_else(|| cells_limit(limits))?;
         let cell = to_cell(data);
+        budget.charge(&cell.text)?;
         if cell.text.is_empty() {
             continue;
         }
@@ -495,6 +582,192 @@ mod tests {
         let err =
             crate::parse::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
         assert!(matches!(err, ParseError::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn xls_reads() {
+        let bytes = crate::fixtures::xls("Stock", &[&["Item", "Count"], &["Bolts", "12"]]);
+        assert_eq!(crate::parse::sniff(&bytes), Some(SourceKind::Xls));
+        let parsed = crate::parse::parse(SourceKind::Xls, &bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.pages, 1);
+        assert_eq!(parsed.sections.len(), 1);
+        assert_eq!(parsed.sections[0].path, "Stock > Rows 2-2");
+        assert_eq!(parsed.sections[0].text, "Item: Bolts; Count: 12");
+    }
+
+    #[test]
+    fn xls_forged_dimensions_are_a_limit() {
+        let bytes = crate::fixtures::xls_forged_dimensions();
+        assert!(bytes.len() < 8 * 1024, "{}", bytes.len());
+        let err =
+            crate::parse::parse(SourceKind::Xls, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the spreadsheet declares 4294967295 rows by 65535 columns, more than the limit \
+             of 2000000 cells"
+        );
+    }
+
+    #[test]
+    fn xls_cells_spanning_a_huge_grid_are_a_limit() {
+        // Two cells at opposite corners of an .xls sheet that declares 1 x 1: calamine's dense
+        // grid would be 65,536 x 256 cells.
+        let workbook = crate::fixtures::biff8_workbook(
+            "Wide",
+            (0, 1, 0, 1),
+            &[(0, 0, "top left"), (65_535, 255, "bottom right")],
+        );
+        let bytes = crate::parse::ole::single_stream("Workbook", &workbook);
+        let err =
+            crate::parse::parse(SourceKind::Xls, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the spreadsheet's cells span 65536 rows by 256 columns, more than the limit of \
+             2000000 cells"
+        );
+    }
+
+    #[test]
+    fn xls_compound_file_loops_are_corrupt() {
+        let mut bytes = crate::fixtures::xls("Stock", &[&["a"]]);
+        // The workbook stream (padded to 4096 bytes) fills sectors 0-7, the directory sector 8,
+        // the FAT sector 9: make the stream's fourth sector point back at its first.
+        let fat = 512 * (1 + 9);
+        bytes[fat + 3 * 4..fat + 4 * 4].copy_from_slice(&0u32.to_le_bytes());
+        let err =
+            crate::parse::parse(SourceKind::Xls, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains("loop"), "{err}");
+    }
+
+    #[test]
+    fn ods_repeated_rows_are_a_limit() {
+        let bytes = crate::fixtures::ods_repeated_rows();
+        assert!(bytes.len() < 4 * 1024, "{}", bytes.len());
+        let err =
+            crate::parse::parse(SourceKind::Ods, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the spreadsheet repeats its rows and columns to 6000 rows by 16384 columns, more \
+             than the limit of 2000000 cells"
+        );
+    }
+
+    const STRING_CELL: &str =
+        "<table:table-cell office:value-type=\"string\"><text:p>Bolts</text:p>\
+        </table:table-cell>";
+
+    #[test]
+    fn ods_trailing_repeats_as_libreoffice_writes_them_read() {
+        // LibreOffice repeats the empty rest of every row and of the sheet up to its limits.
+        let content = format!(
+            "<table:table-row>{STRING_CELL}<table:table-cell table:number-columns-repeated=\"1023\"/>\
+             </table:table-row><table:table-row table:number-rows-repeated=\"1048575\">\
+             <table:table-cell table:number-columns-repeated=\"1024\"/></table:table-row>"
+        );
+        let bytes = crate::fixtures::ods("Stock", &content);
+        let parsed = crate::parse::parse(SourceKind::Ods, &bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.sections[0].text, "Bolts");
+        // An empty gap between rows is expanded by calamine, and counted: 3 columns by a
+        // million rows.
+        let content = format!(
+            "<table:table-row>{STRING_CELL}<table:table-cell/>{STRING_CELL}</table:table-row>\
+             <table:table-row table:number-rows-repeated=\"1000000\"><table:table-cell/></table:table-row>\
+             <table:table-row>{STRING_CELL}</table:table-row>"
+        );
+        let bytes = crate::fixtures::ods("Gap", &content);
+        let err =
+            crate::parse::parse(SourceKind::Ods, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+    }
+
+    #[test]
+    fn ods_repeated_text_is_a_limit() {
+        // A cell whose text is a billion spaces, and a long text repeated along a row and
+        // down a few rows: both are the text calamine would build.
+        let spaces = "<table:table-row><table:table-cell office:value-type=\"string\">\
+            <text:p><text:s text:c=\"1000000000\"/></text:p></table:table-cell></table:table-row>";
+        let long = "x".repeat(10_000);
+        let repeated = format!(
+            "<table:table-row table:number-rows-repeated=\"100\"><table:table-cell \
+             table:number-columns-repeated=\"100\" office:value-type=\"string\" \
+             office:string-value=\"{long}\"/></table:table-row>"
+        );
+        for content in [spaces.to_string(), repeated] {
+            let bytes = crate::fixtures::ods("Text", &content);
+            let err =
+                crate::parse::parse(SourceKind::Ods, &bytes, &ParseLimits::default()).unwrap_err();
+            assert!(matches!(err, ParseError::Limit(_)), "{err}");
+            assert!(err.to_string().contains("limit of 52428800 bytes"), "{err}");
+        }
+    }
+
+    #[test]
+    fn ods_ending_inside_a_table_is_corrupt() {
+        // calamine reads past the end of such a file for ever.
+        let bytes = zip_of(&[
+            (
+                "mimetype",
+                b"application/vnd.oasis.opendocument.spreadsheet",
+            ),
+            (
+                "content.xml",
+                b"<office:document-content><office:body><office:spreadsheet>\
+                  <table:table table:name=\"Cut\"><table:table-row><table:table-cell/>\
+                  </table:table-row>",
+            ),
+        ]);
+        let err =
+            crate::parse::parse(SourceKind::Ods, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn xlsx_declaring_billions_of_shared_strings_is_a_limit() {
+        let rows = row(1, &[("A", "s0")]);
+        let mut bytes = xlsx_of(&[("S", &rows)], &["only"]);
+        // Rewrite the archive with a forged uniqueCount.
+        let mut archive = zip::ZipArchive::new(Cursor::new(bytes.as_slice())).unwrap();
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        for i in 0..archive.len() {
+            let mut entry = archive.by_index(i).unwrap();
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut data).unwrap();
+            let name = entry.name().unwrap().to_string();
+            if name == "xl/sharedStrings.xml" {
+                let text = String::from_utf8(data).unwrap();
+                data = text
+                    .replace("<sst ", "<sst uniqueCount=\"100000000000\" ")
+                    .into_bytes();
+            }
+            entries.push((name, data));
+        }
+        let refs: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_slice()))
+            .collect();
+        bytes = zip_of(&refs);
+        let err =
+            crate::parse::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the spreadsheet declares 100000000000 shared strings, more than the limit of \
+             2000000 cells"
+        );
+    }
+
+    #[test]
+    fn xlsx_zip_bomb_is_a_limit() {
+        let bytes = crate::fixtures::xlsx_zip_bomb();
+        assert!(bytes.len() < 2 * 1024 * 1024, "{}", bytes.len());
+        let err =
+            crate::parse::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert!(err.to_string().contains("limit"), "{err}");
     }
 
     #[test]

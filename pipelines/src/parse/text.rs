@@ -110,6 +110,26 @@ mod tests {
     }
 
     #[test]
+    fn one_long_line_reads_within_the_text_limit() {
+        let bytes = crate::fixtures::one_line_text(25_000_000);
+        assert_eq!(bytes.len(), 25_000_000);
+        assert!(!bytes.contains(&b'\n'));
+        let parsed = parse(&bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(parsed.sections.len(), 1);
+        assert_eq!(parsed.sections[0].text.len(), 25_000_000);
+        let limits = ParseLimits {
+            max_text_bytes: 10 * 1024 * 1024,
+            ..ParseLimits::default()
+        };
+        let err = parse(&bytes, &limits).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the document's text is longer than the limit of 10485760 bytes"
+        );
+    }
+
+    #[test]
     fn text_detection() {
         assert!(is_text(b"hello\tworld\n"));
         assert!(!is_text(b"hel\0lo"));

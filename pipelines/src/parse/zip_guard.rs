@@ -2,7 +2,8 @@
 //! [`ParseLimits::max_zip_entries`] entries, declared uncompressed sizes summing to at most
 //! [`ParseLimits::max_unpacked_bytes`], and no entry with an absurd compression ratio (over
 //! 200x while over 10 MiB). Entries read by our own parsers go through [`Container::read`],
-//! which reads through `take` so that a header lying about its size cannot blow memory.
+//! which reads through `take` no further than the entry's declared size (and the budget), so
+//! that a header lying about its size cannot blow memory.
 //!
 //! Encrypted OOXML files are not zips at all but OLE compound files holding an
 //! `EncryptedPackage` stream; [`is_encrypted_ooxml`] spots them.
@@ -22,6 +23,8 @@ const OLE_MAGIC: [u8; 8] = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
 pub(crate) struct Container<'a> {
     archive: ZipArchive<Cursor<&'a [u8]>>,
     budget: u64,
+    /// The whole budget, for messages.
+    limit: u64,
     kind: &'static str,
 }
 
@@ -38,6 +41,7 @@ impl<'a> Container<'a> {
         Ok(Container {
             archive,
             budget: limits.max_unpacked_bytes,
+            limit: limits.max_unpacked_bytes,
             kind,
         })
     }
@@ -58,13 +62,18 @@ impl<'a> Container<'a> {
             .archive
             .by_index(index)
             .map_err(|_| ParseError::corrupt(kind, format!("the entry {name} cannot be read")))?;
+        let declared = entry.size();
+        let allowed = declared.min(self.budget);
         let mut data = Vec::new();
         entry
-            .take(self.budget.saturating_add(1))
+            .take(allowed.saturating_add(1))
             .read_to_end(&mut data)
             .map_err(|_| ParseError::corrupt(kind, format!("the entry {name} is damaged")))?;
         if data.len() as u64 > self.budget {
-            return Err(unpacked_limit(kind));
+            return Err(unpacked_limit(kind, self.limit));
+        }
+        if data.len() as u64 > declared {
+            return Err(larger_than_declared(kind, declared));
         }
         self.budget -= data.len() as u64;
         Ok(Some(match String::from_utf8(data) {
@@ -74,9 +83,16 @@ impl<'a> Container<'a> {
     }
 }
 
-fn unpacked_limit(kind: &str) -> ParseError {
+fn unpacked_limit(kind: &str, limit: u64) -> ParseError {
     ParseError::Limit(format!(
-        "the {kind} file unpacks to more data than the limit allows"
+        "the {kind} file unpacks to more than the limit of {limit} bytes"
+    ))
+}
+
+fn larger_than_declared(kind: &str, declared: u64) -> ParseError {
+    ParseError::Limit(format!(
+        "the {kind} file has an entry that unpacks to more than the {declared} bytes its \
+         header declares, the limit for that entry"
     ))
 }
 
@@ -110,7 +126,7 @@ fn check(
     }
     if total > limits.max_unpacked_bytes {
         tracing::warn!(kind, total, "zip container too large unpacked");
-        return Err(unpacked_limit(kind));
+        return Err(unpacked_limit(kind, limits.max_unpacked_bytes));
     }
     Ok(())
 }
@@ -142,7 +158,11 @@ pub(crate) fn verify_sizes(
                 declared,
                 "zip entry larger than declared"
             );
-            return Err(unpacked_limit(kind));
+            return Err(if read > declared {
+                larger_than_declared(kind, declared)
+            } else {
+                unpacked_limit(kind, container.limit)
+            });
         }
         container.budget -= read;
     }
@@ -268,6 +288,45 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_docx_zip_bomb_is_refused_from_its_directory() {
+        let bytes = crate::fixtures::docx_zip_bomb();
+        assert!(bytes.len() < 2 * 1024 * 1024, "{}", bytes.len());
+        // The directory tells the truth, and the data inflates to what it says.
+        let mut archive = ZipArchive::new(Cursor::new(bytes.as_slice())).unwrap();
+        let entry = archive.by_name("word/document.xml").unwrap();
+        assert_eq!(entry.size(), 1 << 30);
+        let inflated = std::io::copy(&mut entry.take(3 << 20), &mut std::io::sink()).unwrap();
+        assert_eq!(inflated, 3 << 20);
+        let err =
+            super::super::parse(SourceKind::Docx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Limit(_)), "{err}");
+        assert!(err.to_string().contains("the limit is 200x"), "{err}");
+    }
+
+    #[test]
+    fn an_entry_larger_than_its_header_says_is_refused() {
+        // Holds 4096 bytes; forge the directory and local header to say 100. The zip reader
+        // stops at the declared size, so the entry reads as damaged, not as 4096 bytes.
+        let mut bytes = zip_of(&[("word/document.xml", &[b'a'; 4096][..])]);
+        let forged = 100u32.to_le_bytes();
+        let declared = 4096u32.to_le_bytes();
+        let mut at = 0;
+        while let Some(i) = bytes[at..].windows(4).position(|w| w == declared) {
+            bytes[at + i..at + i + 4].copy_from_slice(&forged);
+            at += i + 4;
+        }
+        let err =
+            super::super::parse(SourceKind::Docx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(matches!(err, ParseError::Corrupt { .. }), "{err}");
+        let err =
+            super::super::parse(SourceKind::Xlsx, &bytes, &ParseLimits::default()).unwrap_err();
+        assert!(
+            matches!(err, ParseError::Corrupt { .. } | ParseError::Limit(_)),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_lying_header_is_stopped_by_the_budget() {
         // Small ratio, so the up-front check passes; the read itself must stop at the budget.
         let bytes = zip_of(&[("big", &[7u8; 4096][..])]);
@@ -302,20 +361,5 @@ pub(crate) mod tests {
         assert!(matches!(err, ParseError::Encrypted), "{err}");
         let err = super::super::parse(SourceKind::Xlsx, &ole, &ParseLimits::default()).unwrap_err();
         assert!(matches!(err, ParseError::Encrypted), "{err}");
-    }
-}
-#[cfg(test)]
-mod dbg_tests {
-    #[test]
-    fn dbg_sizes() {
-        let bytes = super::tests::zeros_bomb("word/document.xml", 40, &[]);
-        let mut a = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..])).unwrap();
-        let e = a.by_index_raw(0).unwrap();
-        eprintln!(
-            "len {} size {} comp {}",
-            bytes.len(),
-            e.size(),
-            e.compressed_size()
-        );
     }
 }

@@ -238,6 +238,10 @@ pub trait Decoder: Send + Sync + 'static {
     /// Text of each image, in order: `Err` for an image that could not be read (the others
     /// still count); the call's own `Err` when the recognition itself broke down.
     async fn ocr(&self, images: Vec<Vec<u8>>) -> Result<Vec<Result<String, String>>, PhaseError>;
+
+    /// The kind of a file that neither its name nor its MIME type gave, from its content
+    /// ([`crate::parse::sniff`]: a zip container's entries are read).
+    async fn sniff(&self, bytes: Vec<u8>) -> Result<Option<SourceKind>, PhaseError>;
 }
 
 /// Decodes in this process: for the pipeline's own tests and for the benchmark that measures
@@ -262,6 +266,10 @@ impl Decoder for InProcess {
         tokio::task::spawn_blocking(move || images.iter().map(|i| ocr.recognize(i)).collect())
             .await
             .map_err(|e| PhaseError::Transient(format!("an ocr thread failed: {e}")))
+    }
+
+    async fn sniff(&self, bytes: Vec<u8>) -> Result<Option<SourceKind>, PhaseError> {
+        Ok(crate::parse::sniff(&bytes))
     }
 }
 

@@ -17,7 +17,9 @@ use std::sync::{Arc, OnceLock};
 
 use memvault_actors::{EndpointClass, MaintenanceMsg, Workspaces};
 use memvault_pipelines::model::SourceKind;
-use memvault_pipelines::pipeline::{Decoder, Engines, Extractor, Ingestion, Status, StatusChange};
+use memvault_pipelines::pipeline::{
+    Decoder, Engines, Extractor, Ingestion, PhaseError, Status, StatusChange,
+};
 use ractor::ActorRef;
 use uuid::Uuid;
 
@@ -60,6 +62,9 @@ pub struct VaultDeps {
     pub chunk_pieces: bool,
     /// Facts of a chunk: the offline rules, or an LLM when one is configured.
     pub extractor: Arc<dyn Extractor>,
+    /// Where uploaded bytes are decoded (worker processes): the pipeline's parse and OCR, and
+    /// the content check of a file whose name and type say nothing.
+    pub decoder: Arc<dyn Decoder>,
 }
 
 pub struct VaultService {
@@ -76,6 +81,7 @@ pub struct VaultService {
     fact_weight: f32,
     chunk_pieces: bool,
     extractor: Arc<dyn Extractor>,
+    decoder: Arc<dyn Decoder>,
     gate: Gate,
 }
 
@@ -129,17 +135,16 @@ fn accepted(document: &crate::model::vault::Document) -> DocumentAccepted {
     }
 }
 
-/// The kind of an uploaded file: the named `sourceType`, else the file name, the content type,
-/// then the bytes themselves.
+/// The kind of an uploaded file by what it is called: the named `sourceType`, else the file
+/// name, else the content type. `None`: only the bytes can tell ([`VaultService::sniff`]).
 fn upload_kind(
     source_type: Option<&str>,
     file_name: Option<&str>,
     content_type: Option<&str>,
-    bytes: &[u8],
-) -> Result<SourceKind> {
+) -> Result<Option<SourceKind>> {
     if let Some(named) = source_type.map(str::trim).filter(|s| !s.is_empty()) {
         if named != "url" && named != "remote_file" {
-            return SourceKind::parse(named).ok_or_else(|| {
+            return SourceKind::parse(named).map(Some).ok_or_else(|| {
                 Error::validation(
                     "sourceType",
                     format!(
@@ -149,15 +154,15 @@ fn upload_kind(
             });
         }
     }
-    file_name
+    Ok(file_name
         .and_then(SourceKind::from_file_name)
-        .or_else(|| content_type.and_then(SourceKind::from_mime))
-        .or_else(|| memvault_pipelines::parse::sniff(bytes))
-        .ok_or_else(|| {
-            Error::UnsupportedMediaType(
-                "unsupported file type: upload a PDF, DOCX, XLSX, XLS, ODS, CSV, Markdown, HTML, text or image file, or name its sourceType".to_string(),
-            )
-        })
+        .or_else(|| content_type.and_then(SourceKind::from_mime)))
+}
+
+fn unsupported_upload() -> Error {
+    Error::UnsupportedMediaType(
+        "unsupported file type: upload a PDF, DOCX, XLSX, XLS, ODS, CSV, Markdown, HTML, text or image file, or name its sourceType".to_string(),
+    )
 }
 
 impl VaultService {
@@ -178,11 +183,35 @@ impl VaultService {
             fact_weight: deps.fact_weight,
             chunk_pieces: deps.chunk_pieces,
             extractor: deps.extractor,
+            decoder: deps.decoder,
         })
     }
 
+    /// The kind of a file from its bytes alone. Magic numbers and text checks are byte
+    /// comparisons, made here; a zip container must be opened to tell DOCX from XLSX or ODS,
+    /// which is decoding, so a worker does it.
+    async fn sniff(&self, bytes: &[u8]) -> Result<Option<SourceKind>> {
+        if !bytes.starts_with(b"PK\x03\x04") {
+            return Ok(memvault_pipelines::parse::sniff(bytes));
+        }
+        match self.decoder.sniff(bytes.to_vec()).await {
+            Ok(kind) => Ok(kind),
+            Err(PhaseError::Permanent(reason)) => {
+                tracing::info!(%reason, "an upload's type could not be told");
+                Ok(None)
+            }
+            Err(PhaseError::Transient(reason)) => {
+                tracing::warn!(%reason, "the file type check failed");
+                Err(Error::Unavailable(
+                    "the file's type could not be checked; try again, or name its sourceType"
+                        .to_string(),
+                ))
+            }
+        }
+    }
+
     /// What the ingestion pipeline works with, from this service's store and indexes.
-    pub fn pipeline_engines(&self, decoder: Arc<dyn Decoder>) -> Engines {
+    pub fn pipeline_engines(&self) -> Engines {
         Engines {
             store: Arc::new(pipeline::PipelineStore {
                 store: self.store.clone(),
@@ -190,7 +219,7 @@ impl VaultService {
                 maintainer: self.maintainer.clone(),
                 model: self.embeddings.model().to_string(),
             }),
-            decoder,
+            decoder: self.decoder.clone(),
             chunker: Arc::new(pipeline::TextChunker {
                 chunks: ChunkConfig::default(),
                 pieces: self.chunk_pieces.then_some(ChunkConfig::PIECES),
@@ -386,12 +415,15 @@ impl VaultService {
                 if file.is_empty() {
                     return Err(Error::validation("file", "is empty"));
                 }
-                let kind = upload_kind(
+                let named = upload_kind(
                     source_type_named,
                     input.file_name.as_deref(),
                     input.content_type.as_deref(),
-                    &file,
                 )?;
+                let kind = match named {
+                    Some(kind) => kind,
+                    None => self.sniff(&file).await?.ok_or_else(unsupported_upload)?,
+                };
                 (kind, file)
             }
         };
@@ -486,13 +518,16 @@ impl VaultService {
                 if fetched.bytes.is_empty() {
                     return Err(Error::validation("url", "the response is empty"));
                 }
-                let kind = fetched
+                let named = fetched
                     .content_type
                     .as_deref()
                     .and_then(SourceKind::from_mime)
-                    .or_else(|| SourceKind::from_file_name(fetched.url.path()))
-                    .or_else(|| memvault_pipelines::parse::sniff(&fetched.bytes))
-                    .ok_or_else(|| {
+                    .or_else(|| SourceKind::from_file_name(fetched.url.path()));
+                let kind = match named {
+                    Some(kind) => Some(kind),
+                    None => self.sniff(&fetched.bytes).await?,
+                };
+                let kind = kind.ok_or_else(|| {
                         Error::validation(
                             "url",
                             format!(
