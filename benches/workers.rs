@@ -68,7 +68,7 @@ async fn time_calls(decoder: &dyn Decoder, doc: &[u8], calls: usize) -> anyhow::
     for _ in 0..calls {
         let started = Instant::now();
         let parsed = decoder
-            .parse(SourceKind::Markdown, doc.to_vec())
+            .parse(SourceKind::Markdown, doc)
             .await
             .map_err(|e| anyhow::anyhow!("parse: {e}"))?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);

@@ -24,6 +24,7 @@ pub mod confine;
 pub mod protocol;
 pub mod worker;
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,8 +38,8 @@ use memvault_pipelines::pipeline::{Decoder, PhaseError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use protocol::{
-    read_frame, Envelope, FrameError, Hello, ParsedHead, Refusal, Request, DONE, HELLO, IMAGE,
-    KIND, PARSED, REFUSED, TEXT, WORKER_ARG,
+    read_frame, Envelope, FrameError, Hello, ParsedHead, Refusal, Request, DONE, HELLO, KIND,
+    PARSED, REFUSED, TEXT, WORKER_ARG,
 };
 
 /// The limits of one worker, each a setting (`[worker]`).
@@ -129,26 +130,17 @@ impl Workers {
         &self.config
     }
 
-    /// Starts one worker on `request` with `inputs` written into its directory, and collects
+    /// Starts one worker on `request` with `input` written into its directory, and collects
     /// its frames. `what` names it in messages (`the parser`, `ocr`).
-    async fn run(
-        &self,
-        what: &str,
-        request: Request,
-        inputs: Vec<(String, Vec<u8>)>,
-    ) -> Result<Answer, PhaseError> {
+    async fn run(&self, what: &str, request: Request, input: &[u8]) -> Result<Answer, PhaseError> {
         let limits = self.config.limits;
         let dir = tempfile::Builder::new()
             .prefix("worker-")
             .tempdir_in(&self.config.dir)
             .map_err(|e| PhaseError::Transient(format!("cannot make a worker directory: {e}")))?;
-        for (name, bytes) in inputs {
-            tokio::fs::write(dir.path().join(name), bytes)
-                .await
-                .map_err(|e| {
-                    PhaseError::Transient(format!("cannot write a worker's input: {e}"))
-                })?;
-        }
+        tokio::fs::write(dir.path().join(protocol::INPUT_FILE), input)
+            .await
+            .map_err(|e| PhaseError::Transient(format!("cannot write a worker's input: {e}")))?;
         let envelope = Envelope {
             request,
             confine: self.config.confine,
@@ -377,44 +369,26 @@ fn refusal(what: &str, frames: &[(u8, Vec<u8>)]) -> Result<(), PhaseError> {
 
 #[async_trait]
 impl Decoder for Workers {
-    async fn parse(&self, kind: SourceKind, bytes: Vec<u8>) -> Result<Parsed, PhaseError> {
+    async fn parse(&self, kind: SourceKind, bytes: &[u8]) -> Result<Parsed, PhaseError> {
         const WHAT: &str = "the parser";
         let request = Request::Parse {
             kind,
             limits: self.config.parse_limits.clone(),
         };
-        let answer = self
-            .run(
-                WHAT,
-                request,
-                vec![(protocol::INPUT_FILE.to_string(), bytes)],
-            )
-            .await?;
+        let answer = self.run(WHAT, request, bytes).await?;
         refusal(WHAT, &answer.frames)?;
-        let mut frames = answer.frames.into_iter();
-        let head: ParsedHead = match frames.find(|(tag, _)| *tag == PARSED) {
-            Some((_, bytes)) => payload(WHAT, &bytes)?,
+        let head: ParsedHead = match answer.frames.iter().find(|(tag, _)| *tag == PARSED) {
+            Some((_, bytes)) => payload(WHAT, bytes)?,
             None => return Err(PhaseError::Transient(format!("{WHAT} sent no result"))),
         };
-        let data: Vec<Vec<u8>> = frames
-            .filter(|(tag, _)| *tag == IMAGE)
-            .map(|(_, bytes)| bytes)
-            .collect();
-        if data.len() != head.images.len() {
-            return Err(PhaseError::Transient(format!(
-                "{WHAT} sent {} images for {}",
-                data.len(),
-                head.images.len()
-            )));
-        }
+        // The images stay in the worker; OCR reads them from the document again.
         let images = head
             .images
             .into_iter()
-            .zip(data)
-            .map(|(image, data)| PageImage {
+            .map(|image| PageImage {
                 path: image.path,
                 position: image.position,
-                data,
+                data: Vec::new(),
             })
             .collect();
         Ok(Parsed {
@@ -424,20 +398,23 @@ impl Decoder for Workers {
         })
     }
 
-    async fn ocr(&self, images: Vec<Vec<u8>>) -> Result<Vec<Result<String, String>>, PhaseError> {
+    async fn ocr(
+        &self,
+        kind: SourceKind,
+        bytes: &[u8],
+        images: Range<usize>,
+    ) -> Result<Vec<Result<String, String>>, PhaseError> {
         const WHAT: &str = "ocr";
         let count = images.len();
         let request = Request::Ocr {
-            images: count,
+            kind,
+            limits: self.config.parse_limits.clone(),
+            first: images.start,
+            count,
             language: self.config.ocr_language.clone(),
             data_dir: self.config.ocr_data_dir.clone(),
         };
-        let inputs = images
-            .into_iter()
-            .enumerate()
-            .map(|(n, bytes)| (protocol::image_file(n), bytes))
-            .collect();
-        let answer = self.run(WHAT, request, inputs).await?;
+        let answer = self.run(WHAT, request, bytes).await?;
         refusal(WHAT, &answer.frames)?;
         let texts = answer
             .frames
@@ -454,15 +431,9 @@ impl Decoder for Workers {
         Ok(texts)
     }
 
-    async fn sniff(&self, bytes: Vec<u8>) -> Result<Option<SourceKind>, PhaseError> {
+    async fn sniff(&self, bytes: &[u8]) -> Result<Option<SourceKind>, PhaseError> {
         const WHAT: &str = "the file type check";
-        let answer = self
-            .run(
-                WHAT,
-                Request::Sniff,
-                vec![(protocol::INPUT_FILE.to_string(), bytes)],
-            )
-            .await?;
+        let answer = self.run(WHAT, Request::Sniff, bytes).await?;
         match answer.frames.iter().find(|(tag, _)| *tag == KIND) {
             Some((_, bytes)) => payload(WHAT, bytes),
             None => Err(PhaseError::Transient(format!("{WHAT} sent no answer"))),

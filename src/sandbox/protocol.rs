@@ -1,15 +1,15 @@
 //! What passes between the server and a worker.
 //!
-//! The server writes the inputs into the worker's own directory (`input` for a document,
-//! `image-0`, `image-1`, ... for OCR), starts `memvault worker` there and writes one JSON
-//! [`Envelope`] on its stdin. The worker answers on stdout with frames: one tag byte, a
+//! The server writes the document into the worker's own directory ([`INPUT_FILE`]), starts
+//! `memvault worker` there and writes one JSON [`Envelope`] on its stdin. The worker answers on stdout with frames: one tag byte, a
 //! little-endian `u32` length, the payload. In order:
 //!
 //! - [`HELLO`]: JSON [`Hello`], the confinement in force (sent once confined, before any
 //!   untrusted byte is decoded);
-//! - for a parse: [`PARSED`] (JSON [`ParsedHead`]: the sections and the images' places), then
-//!   one [`IMAGE`] frame of raw bytes per image, in order;
-//! - for OCR: one [`TEXT`] frame per image (JSON `{"Ok": text}` or `{"Err": reason}`);
+//! - for a parse: [`PARSED`] (JSON [`ParsedHead`]: the sections and the images' places; the
+//!   images themselves stay in the worker);
+//! - for OCR: the worker parses the document again and recognises the images asked for, one
+//!   [`TEXT`] frame per image (JSON `{"Ok": text}` or `{"Err": reason}`);
 //! - for a sniff: [`KIND`] (JSON: a kind's name, or `null`);
 //! - or, instead of a result, [`REFUSED`] (JSON [`Refusal`]): the input was refused (corrupt,
 //!   encrypted, over a parser's limit). Refusals are deterministic and never retried;
@@ -31,14 +31,8 @@ pub const WORKER_ARG: &str = "worker";
 /// The document's bytes, in the worker's directory.
 pub const INPUT_FILE: &str = "input";
 
-/// The n-th image to recognise, in the worker's directory.
-pub fn image_file(n: usize) -> String {
-    format!("image-{n}")
-}
-
 pub const HELLO: u8 = b'H';
 pub const PARSED: u8 = b'P';
-pub const IMAGE: u8 = b'I';
 pub const TEXT: u8 = b'T';
 pub const KIND: u8 = b'K';
 pub const REFUSED: u8 = b'E';
@@ -58,9 +52,13 @@ pub enum Request {
     },
     /// Tell the kind of [`INPUT_FILE`] from its content.
     Sniff,
-    /// Recognise the text of `images` image files.
+    /// Parse [`INPUT_FILE`] as `kind` and recognise the text of its images `first` to
+    /// `first + count` (exclusive).
     Ocr {
-        images: usize,
+        kind: SourceKind,
+        limits: ParseLimits,
+        first: usize,
+        count: usize,
         language: String,
         data_dir: Option<String>,
     },
@@ -213,7 +211,7 @@ mod tests {
     #[tokio::test]
     async fn a_frame_over_the_budget_is_refused_before_it_is_read() {
         // A header that claims 4 GiB: refused without allocating it.
-        let mut input: &[u8] = &[IMAGE, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3];
+        let mut input: &[u8] = &[PARSED, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3];
         let mut budget = 1024;
         assert!(matches!(
             read_frame(&mut input, &mut budget).await,

@@ -7,12 +7,12 @@
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
-use memvault_pipelines::parse::{self, ParseError};
+use memvault_pipelines::parse::{self, Keep, ParseError};
 
 use super::confine;
 use super::protocol::{
-    self, image_file, write_frame, write_json, Envelope, ImageHead, ParsedHead, Refusal, Request,
-    DONE, HELLO, IMAGE, INPUT_FILE, KIND, PARSED, REFUSED, TEXT,
+    self, write_frame, write_json, Envelope, ImageHead, ParsedHead, Refusal, Request, DONE, HELLO,
+    INPUT_FILE, KIND, PARSED, REFUSED, TEXT,
 };
 use crate::ocr::Tesseract;
 
@@ -55,7 +55,8 @@ fn run() -> io::Result<()> {
                     images: Vec::new(),
                     pages: 1,
                 }),
-                None => parse::parse(kind, &bytes, &limits),
+                // Where the images are is all the server needs: their bytes stay here.
+                None => parse::parse_keeping(kind, &bytes, &limits, &Keep::Only(0..0)),
             };
             match parsed {
                 Ok(parsed) => {
@@ -72,9 +73,6 @@ fn run() -> io::Result<()> {
                             .collect(),
                     };
                     write_json(&mut out, PARSED, &head)?;
-                    for image in &parsed.images {
-                        write_frame(&mut out, IMAGE, &image.data)?;
-                    }
                 }
                 Err(error) => refuse(&mut out, &error)?,
             }
@@ -88,28 +86,36 @@ fn run() -> io::Result<()> {
             write_json(&mut out, KIND, &parse::sniff(&bytes))?;
         }
         Request::Ocr {
-            images,
+            kind,
+            limits,
+            first,
+            count,
             language,
             data_dir,
         } => {
-            let inputs = (0..images)
-                .map(|n| std::fs::read(image_file(n)))
-                .collect::<io::Result<Vec<_>>>()?;
+            let bytes = std::fs::read(INPUT_FILE)?;
+            // The language data is read before the worker is confined to its directory.
             let mut tesseract = Tesseract::open(data_dir.as_deref(), &language);
             hello(&mut out, &dir, envelope.confine)?;
             if envelope.faults {
-                for bytes in &inputs {
-                    let _ = fault::obey(bytes, &mut out)?;
-                }
+                let _ = fault::obey(&bytes, &mut out)?;
             }
-            for image in &inputs {
-                let answer = match tesseract.as_mut() {
-                    Ok(tesseract) => tesseract.recognize(image),
-                    Err(error) => Err(error.clone()),
-                };
-                write_json(&mut out, TEXT, &answer)?;
-                // Each answer leaves at once: the server sees the work move.
-                out.flush()?;
+            // The images are read from the document again, here: they never leave the worker.
+            let end = first.saturating_add(count);
+            match parse::parse_keeping(kind, &bytes, &limits, &Keep::Only(first..end)) {
+                Ok(parsed) => {
+                    let end = end.min(parsed.images.len());
+                    for image in parsed.images.get(first..end).unwrap_or_default() {
+                        let answer = match tesseract.as_mut() {
+                            Ok(tesseract) => tesseract.recognize(&image.data),
+                            Err(error) => Err(error.clone()),
+                        };
+                        write_json(&mut out, TEXT, &answer)?;
+                        // Each answer leaves at once: the server sees the work move.
+                        out.flush()?;
+                    }
+                }
+                Err(error) => refuse(&mut out, &error)?,
             }
         }
     }

@@ -51,10 +51,11 @@ pub struct ParseLimits {
     /// Pixels (width x height) of one image.
     pub max_image_pixels: u64,
     /// Pixels of all the images of one document handed to OCR together (each image once,
-    /// however many pages draw it).
+    /// however many pages draw it): bounds the OCR work one document can ask for. The
+    /// default, 2,000 megapixels, is about 240 letter pages scanned at 300 dpi.
     pub max_total_pixels: u64,
     /// Decompressed bytes read out of a zip container or out of a PDF's streams (and the images
-    /// a PDF hands to OCR), in total.
+    /// whose bytes a parse keeps, see [`Keep`]), in total.
     pub max_unpacked_bytes: u64,
     /// Bytes of output text.
     pub max_text_bytes: usize,
@@ -69,7 +70,7 @@ impl Default for ParseLimits {
         ParseLimits {
             max_pages: 2000,
             max_image_pixels: 50_000_000,
-            max_total_pixels: 200_000_000,
+            max_total_pixels: 2_000_000_000,
             max_unpacked_bytes: 256 * 1024 * 1024,
             max_text_bytes: 50 * 1024 * 1024,
             max_cells: 2_000_000,
@@ -108,10 +109,41 @@ impl ParseError {
 /// Memory and time are bounded by `limits`. A file that yields neither text nor images is
 /// [`ParseError::Empty`].
 pub fn parse(kind: SourceKind, bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseError> {
+    parse_keeping(kind, bytes, limits, &Keep::All)
+}
+
+/// Which images of a document keep their bytes in a [`Parsed`]. Every image is found, checked
+/// and counted (so the list, and each image's index in it, is the same whatever is kept); the
+/// others are handed over with empty `data`. A worker parses without images to tell the
+/// server where the images are, then again for each batch it recognises, so that no more than
+/// a batch of decoded images is ever held at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keep {
+    All,
+    /// Images whose index is in the range.
+    Only(std::ops::Range<usize>),
+}
+
+impl Keep {
+    pub(crate) fn keeps(&self, index: usize) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Only(range) => range.contains(&index),
+        }
+    }
+}
+
+/// [`parse`], keeping the bytes of the images `keep` names only.
+pub fn parse_keeping(
+    kind: SourceKind,
+    bytes: &[u8],
+    limits: &ParseLimits,
+    keep: &Keep,
+) -> Result<Parsed, ParseError> {
     if bytes.is_empty() {
         return Err(ParseError::Empty);
     }
-    let outcome = catch_unwind(AssertUnwindSafe(|| parse_inner(kind, bytes, limits)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| parse_inner(kind, bytes, limits, keep)));
     let parsed = match outcome {
         Ok(result) => result?,
         Err(panic) => {
@@ -134,9 +166,14 @@ pub fn parse(kind: SourceKind, bytes: &[u8], limits: &ParseLimits) -> Result<Par
     Ok(parsed)
 }
 
-fn parse_inner(kind: SourceKind, bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseError> {
+fn parse_inner(
+    kind: SourceKind,
+    bytes: &[u8],
+    limits: &ParseLimits,
+    keep: &Keep,
+) -> Result<Parsed, ParseError> {
     match kind {
-        SourceKind::Pdf => pdf::parse(bytes, limits),
+        SourceKind::Pdf => pdf::parse(bytes, limits, keep),
         SourceKind::Docx => docx::parse(bytes, limits),
         SourceKind::Xlsx | SourceKind::Xls | SourceKind::Ods => sheet::parse(kind, bytes, limits),
         SourceKind::Csv => csv::parse(bytes, limits),
@@ -147,7 +184,15 @@ fn parse_inner(kind: SourceKind, bytes: &[u8], limits: &ParseLimits) -> Result<P
         | SourceKind::Jpg
         | SourceKind::Jpeg
         | SourceKind::Webp
-        | SourceKind::Tiff => image::parse(kind, bytes, limits),
+        | SourceKind::Tiff => {
+            let mut parsed = image::parse(kind, bytes, limits)?;
+            for (index, image) in parsed.images.iter_mut().enumerate() {
+                if !keep.keeps(index) {
+                    image.data = Vec::new();
+                }
+            }
+            Ok(parsed)
+        }
     }
 }
 
@@ -256,7 +301,7 @@ mod tests {
         let limits = ParseLimits::default();
         assert_eq!(limits.max_pages, 2000);
         assert_eq!(limits.max_image_pixels, 50_000_000);
-        assert_eq!(limits.max_total_pixels, 200_000_000);
+        assert_eq!(limits.max_total_pixels, 2_000_000_000);
         assert_eq!(limits.max_unpacked_bytes, 268_435_456);
         assert_eq!(limits.max_text_bytes, 52_428_800);
         assert_eq!(limits.max_cells, 2_000_000);

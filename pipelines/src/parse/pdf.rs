@@ -31,7 +31,7 @@ use lopdf::{Dictionary, Document, Encoding, LoadOptions, Object, ObjectId};
 use super::image::check_pixels;
 use super::pdf_image::{self, Extracted};
 use super::sink::Sections;
-use super::{ParseError, ParseLimits};
+use super::{Keep, ParseError, ParseLimits};
 use crate::model::{PageImage, Parsed};
 
 const KIND: &str = "pdf";
@@ -41,7 +41,7 @@ const MAX_FORM_DEPTH: usize = 8;
 /// Content operations per file, all pages and forms together.
 const MAX_OPERATIONS: u64 = 20_000_000;
 
-pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseError> {
+pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits, keep: &Keep) -> Result<Parsed, ParseError> {
     let budget_bytes = usize::try_from(limits.max_unpacked_bytes).unwrap_or(usize::MAX);
     let options = LoadOptions {
         max_decompressed_size: Some(budget_bytes),
@@ -107,7 +107,12 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
                 let Ok(stream) = doc.get_object(*image_id).and_then(Object::as_stream) else {
                     continue;
                 };
-                match pdf_image::extract(&doc, stream, limits.max_image_pixels, &mut ctx.budget) {
+                // An image whose bytes are not kept is still decoded and checked (so every call
+                // finds the same images), but its bytes count against no budget.
+                let kept = keep.keeps(images.len());
+                let mut scratch = ctx.budget;
+                let budget = if kept { &mut ctx.budget } else { &mut scratch };
+                match pdf_image::extract(&doc, stream, limits.max_image_pixels, budget) {
                     Extracted::Image { data, pixels } => {
                         pixels_left = pixels_left.checked_sub(pixels).ok_or_else(|| {
                             ParseError::Limit(format!(
@@ -118,7 +123,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Parsed, ParseE
                         images.push(PageImage {
                             path: path.clone(),
                             position,
-                            data,
+                            data: if kept { data } else { Vec::new() },
                         });
                     }
                     Extracted::OverBudget => return Err(unpacked_limit(limits)),
@@ -912,8 +917,35 @@ mod tests {
             "XObject",
             dictionary! { "Im1" => gray_id, "Fm1" => form_id },
         );
-        let parsed =
-            crate::parse::parse(SourceKind::Pdf, &save(doc), &ParseLimits::default()).unwrap();
+        let bytes = save(doc);
+        let parsed = crate::parse::parse(SourceKind::Pdf, &bytes, &ParseLimits::default()).unwrap();
+        // Kept or not, every image is found at the same index; only the kept keep their bytes.
+        for (keep, kept) in [
+            (Keep::Only(0..0), [false, false]),
+            (Keep::Only(1..2), [false, true]),
+            (Keep::All, [true, true]),
+        ] {
+            let some = crate::parse::parse_keeping(
+                SourceKind::Pdf,
+                &bytes,
+                &ParseLimits::default(),
+                &keep,
+            )
+            .unwrap();
+            assert_eq!(some.sections, parsed.sections);
+            assert_eq!(some.images.len(), 2, "{keep:?}");
+            for (image, (kept, whole)) in some.images.iter().zip(kept.iter().zip(&parsed.images)) {
+                assert_eq!((&image.path, image.position), (&whole.path, whole.position));
+                assert_eq!(
+                    image.data,
+                    if *kept {
+                        whole.data.clone()
+                    } else {
+                        Vec::new()
+                    }
+                );
+            }
+        }
         assert_eq!(parsed.pages, 3);
         assert_eq!(parsed.sections.len(), 1);
         assert_eq!(parsed.sections[0].path, "Page 1");

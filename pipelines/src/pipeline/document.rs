@@ -202,7 +202,7 @@ impl DocumentState {
     async fn run(&mut self) -> Result<(), PhaseError> {
         let store = self.args.engines.store.clone();
         let task = store.load(self.args.id).await?;
-        let mut parsed: Option<Parsed> = None;
+        let mut parsed: Option<(Parsed, Vec<u8>)> = None;
         for phase in Phase::remaining(task.done) {
             self.record(phase, 0, 0).await?;
             self.inject(phase).await?;
@@ -227,56 +227,62 @@ impl DocumentState {
         out
     }
 
-    async fn parse_bytes(&self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
+    async fn parse_bytes(&self, task: &DocumentTask) -> Result<(Parsed, Vec<u8>), PhaseError> {
         let raw = self.args.engines.store.raw(self.args.id).await?;
         let decoder = self.args.engines.decoder.clone();
-        let parsed = self.decoding(decoder.parse(task.kind, raw)).await?;
+        let parsed = self.decoding(decoder.parse(task.kind, &raw)).await?;
         check_text(
             parsed.sections.iter().map(|s| s.text.len()),
             self.args.config.max_text_bytes,
         )?;
-        Ok(parsed)
+        Ok((parsed, raw))
     }
 
-    async fn parse(&mut self, task: &DocumentTask) -> Result<Parsed, PhaseError> {
-        let parsed = self.parse_bytes(task).await?;
+    async fn parse(&mut self, task: &DocumentTask) -> Result<(Parsed, Vec<u8>), PhaseError> {
+        let (parsed, raw) = self.parse_bytes(task).await?;
         self.args
             .engines
             .store
             .save_sections(self.args.id, Phase::Parse, &parsed.sections)
             .await?;
         self.record(Phase::Parse, 1, 1).await?;
-        Ok(parsed)
+        Ok((parsed, raw))
     }
 
-    async fn ocr(&mut self, task: &DocumentTask, parsed: Option<Parsed>) -> Result<(), PhaseError> {
+    async fn ocr(
+        &mut self,
+        task: &DocumentTask,
+        parsed: Option<(Parsed, Vec<u8>)>,
+    ) -> Result<(), PhaseError> {
         let store = self.args.engines.store.clone();
-        // A respawn after the parse phase parses again for the images (parsing is cheap next
-        // to OCR, and keeps images out of the database).
-        let parsed = match parsed {
+        // A respawn after the parse phase parses again for the images' places (parsing is
+        // cheap next to OCR, and keeps images out of the database).
+        let (parsed, raw) = match parsed {
             Some(parsed) => parsed,
             None => self.parse_bytes(task).await?,
         };
         if parsed.images.is_empty() {
             return Ok(store.finish_phase(self.args.id, Phase::Ocr).await?);
         }
-        let total = parsed.images.len() as u32;
-        let mut recognized = Vec::with_capacity(parsed.images.len());
+        let total = parsed.images.len();
+        let mut recognized = Vec::with_capacity(total);
         let mut failures = Vec::new();
-        let mut done = 0usize;
-        for batch in parsed.images.chunks(self.args.config.ocr_batch.max(1)) {
-            self.record(Phase::Ocr, done as u32, total).await?;
+        let batch = self.args.config.ocr_batch.max(1);
+        for start in (0..total).step_by(batch) {
+            let range = start..(start + batch).min(total);
+            self.record(Phase::Ocr, start as u32, total as u32).await?;
             let decoder = self.args.engines.decoder.clone();
-            let data: Vec<Vec<u8>> = batch.iter().map(|image| image.data.clone()).collect();
-            let texts = self.decoding(decoder.ocr(data)).await?;
-            if texts.len() != batch.len() {
+            let texts = self
+                .decoding(decoder.ocr(task.kind, &raw, range.clone()))
+                .await?;
+            if texts.len() != range.len() {
                 return Err(PhaseError::Transient(format!(
                     "ocr: {} answers for {} images",
                     texts.len(),
-                    batch.len()
+                    range.len()
                 )));
             }
-            for (image, text) in batch.iter().zip(texts) {
+            for (image, text) in parsed.images[range].iter().zip(texts) {
                 match text {
                     Ok(text) => recognized.push((image.position, image.path.clone(), text)),
                     Err(error) => {
@@ -285,9 +291,8 @@ impl DocumentState {
                     }
                 }
             }
-            done += batch.len();
         }
-        self.record(Phase::Ocr, total, total).await?;
+        self.record(Phase::Ocr, total as u32, total as u32).await?;
         let sections = merge_ocr(&parsed, &recognized);
         if sections.iter().all(|s| s.text.trim().is_empty()) {
             return Err(PhaseError::Permanent(match failures.first() {

@@ -19,6 +19,7 @@ pub mod supervisor;
 
 pub use supervisor::{IngestStats, Ingestion, IngestionUnavailable};
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::model::{ChunkDraft, FactDraft, Parsed, Section, SourceKind};
-use crate::parse::ParseLimits;
+use crate::parse::{parse_keeping, Keep, ParseLimits};
 
 pub use memvault_actors::jobs::backoff;
 
@@ -232,16 +233,24 @@ pub trait Ocr: Send + Sync + 'static {
 /// refusal or a limit, [`PhaseError::Transient`] for a crash).
 #[async_trait]
 pub trait Decoder: Send + Sync + 'static {
-    /// The document's bytes -> sections and the images that need OCR.
-    async fn parse(&self, kind: SourceKind, bytes: Vec<u8>) -> Result<Parsed, PhaseError>;
+    /// The document's bytes -> sections and the images that need OCR. The images' `data` may
+    /// be left empty: [`Decoder::ocr`] reads the images from the document again, so that they
+    /// never leave the decoder (a scan's pages, decoded, are far larger than its file).
+    async fn parse(&self, kind: SourceKind, bytes: &[u8]) -> Result<Parsed, PhaseError>;
 
-    /// Text of each image, in order: `Err` for an image that could not be read (the others
-    /// still count); the call's own `Err` when the recognition itself broke down.
-    async fn ocr(&self, images: Vec<Vec<u8>>) -> Result<Vec<Result<String, String>>, PhaseError>;
+    /// Text of the document's images `images` (indices into [`Parsed::images`] as `parse`
+    /// gave them), in order: `Err` for an image that could not be read (the others still
+    /// count); the call's own `Err` when the recognition itself broke down.
+    async fn ocr(
+        &self,
+        kind: SourceKind,
+        bytes: &[u8],
+        images: Range<usize>,
+    ) -> Result<Vec<Result<String, String>>, PhaseError>;
 
     /// The kind of a file that neither its name nor its MIME type gave, from its content
     /// ([`crate::parse::sniff`]: a zip container's entries are read).
-    async fn sniff(&self, bytes: Vec<u8>) -> Result<Option<SourceKind>, PhaseError>;
+    async fn sniff(&self, bytes: &[u8]) -> Result<Option<SourceKind>, PhaseError>;
 }
 
 /// Decodes in this process: for the pipeline's own tests and for the benchmark that measures
@@ -251,25 +260,50 @@ pub struct InProcess {
     pub ocr: Arc<dyn Ocr>,
 }
 
-#[async_trait]
-impl Decoder for InProcess {
-    async fn parse(&self, kind: SourceKind, bytes: Vec<u8>) -> Result<Parsed, PhaseError> {
+impl InProcess {
+    async fn parsed(
+        &self,
+        kind: SourceKind,
+        bytes: &[u8],
+        keep: Keep,
+    ) -> Result<Parsed, PhaseError> {
         let limits = self.limits.clone();
-        tokio::task::spawn_blocking(move || crate::parse::parse(kind, &bytes, &limits))
+        let bytes = bytes.to_vec();
+        tokio::task::spawn_blocking(move || parse_keeping(kind, &bytes, &limits, &keep))
             .await
             .map_err(|e| PhaseError::Transient(format!("a parse thread failed: {e}")))?
             .map_err(|e| PhaseError::Permanent(e.to_string()))
     }
+}
 
-    async fn ocr(&self, images: Vec<Vec<u8>>) -> Result<Vec<Result<String, String>>, PhaseError> {
+#[async_trait]
+impl Decoder for InProcess {
+    async fn parse(&self, kind: SourceKind, bytes: &[u8]) -> Result<Parsed, PhaseError> {
+        self.parsed(kind, bytes, Keep::Only(0..0)).await
+    }
+
+    async fn ocr(
+        &self,
+        kind: SourceKind,
+        bytes: &[u8],
+        images: Range<usize>,
+    ) -> Result<Vec<Result<String, String>>, PhaseError> {
+        let parsed = self.parsed(kind, bytes, Keep::Only(images.clone())).await?;
+        let Some(chosen) = parsed.images.get(images.clone()) else {
+            return Err(PhaseError::Transient(format!(
+                "images {images:?} of {} asked for",
+                parsed.images.len()
+            )));
+        };
+        let chosen: Vec<Vec<u8>> = chosen.iter().map(|i| i.data.clone()).collect();
         let ocr = self.ocr.clone();
-        tokio::task::spawn_blocking(move || images.iter().map(|i| ocr.recognize(i)).collect())
+        tokio::task::spawn_blocking(move || chosen.iter().map(|i| ocr.recognize(i)).collect())
             .await
             .map_err(|e| PhaseError::Transient(format!("an ocr thread failed: {e}")))
     }
 
-    async fn sniff(&self, bytes: Vec<u8>) -> Result<Option<SourceKind>, PhaseError> {
-        Ok(crate::parse::sniff(&bytes))
+    async fn sniff(&self, bytes: &[u8]) -> Result<Option<SourceKind>, PhaseError> {
+        Ok(crate::parse::sniff(bytes))
     }
 }
 

@@ -194,7 +194,7 @@ impl VaultService {
         if !bytes.starts_with(b"PK\x03\x04") {
             return Ok(memvault_pipelines::parse::sniff(bytes));
         }
-        match self.decoder.sniff(bytes.to_vec()).await {
+        match self.decoder.sniff(bytes).await {
             Ok(kind) => Ok(kind),
             Err(PhaseError::Permanent(reason)) => {
                 tracing::info!(%reason, "an upload's type could not be told");
