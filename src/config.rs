@@ -71,6 +71,10 @@ pub struct WorkerSettings {
     pub dir: Option<PathBuf>,
     /// The memvault binary to start as a worker; unset: this executable.
     pub program: Option<PathBuf>,
+    /// Workers started ahead of need, each waiting for its one request: a worker's start
+    /// (the binary and its libraries) is then paid off a document's path. 0: each is started
+    /// when it is needed.
+    pub warm: usize,
     /// Workers obey the test suite's fault inputs (a file that starts with
     /// `MEMVAULT-TEST-FAULT:` makes its worker crash, hoard memory, spin, sleep or flood), so
     /// that the hostile-input and chaos tests can prove the server survives each. Off by
@@ -88,6 +92,7 @@ impl Default for WorkerSettings {
             confine: true,
             dir: None,
             program: None,
+            warm: 2,
             test_faults: false,
         }
     }

@@ -592,5 +592,6 @@ fn workers_config(settings: &Settings) -> anyhow::Result<WorkersConfig> {
         ocr_data_dir: settings.ocr_data_dir.clone(),
         confine: worker.confine,
         faults: worker.test_faults,
+        warm: worker.warm,
     })
 }

@@ -1,10 +1,13 @@
 //! The limits and confinement of a worker process.
 //!
-//! - **Resource limits** are set by the server between `fork` and `exec` ([`limit_child`]):
-//!   address space (`RLIMIT_AS`), CPU seconds (`RLIMIT_CPU`: `SIGXCPU` at the limit, `SIGKILL`
-//!   a second later), file size (`RLIMIT_FSIZE`), open files, no core dumps; the worker dies
-//!   with the server (`PR_SET_PDEATHSIG`) and cannot gain privileges (`PR_SET_NO_NEW_PRIVS`).
-//!   Its environment is emptied by the caller; only what the decoders need is set again.
+//! - **Resource limits** are given by the server on the worker's command line and set by the
+//!   worker first thing, before it reads its envelope or its input ([`limit_self`]): address
+//!   space (`RLIMIT_AS`), CPU seconds (`RLIMIT_CPU`: `SIGXCPU` at the limit, `SIGKILL` a second
+//!   later), file size (`RLIMIT_FSIZE`), open files, no core dumps; the worker dies with the
+//!   server (`PR_SET_PDEATHSIG`), cannot gain privileges (`PR_SET_NO_NEW_PRIVS`) and keeps no
+//!   descriptor but its three pipes (`close_range`). Nothing runs in the server between fork
+//!   and exec, so the server is never forked whole (`posix_spawn`). The worker's environment is
+//!   emptied by the server; only what the decoders need is set again.
 //! - **Confinement** is applied by the worker itself, after it has read its inputs and before it
 //!   decodes a byte of them ([`confine`]): Landlock allows file access only beneath its own
 //!   directory and no TCP bind or connect (kernels with Landlock ABI 4 or later), and a seccomp
@@ -27,36 +30,81 @@ pub struct Rlimits {
     pub open_files: u64,
 }
 
-/// Makes `command` start its process under `limits`, tied to the server's life.
-pub fn limit_child(command: &mut tokio::process::Command, limits: Rlimits) {
-    // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe functions may be called: it makes setrlimit and prctl system calls on
-    // values copied in, allocates nothing and takes no lock.
+impl Rlimits {
+    /// The worker's arguments after `worker` that carry the limits.
+    pub fn to_args(self) -> [String; 3] {
+        [
+            self.address_space.to_string(),
+            self.cpu_secs.to_string(),
+            self.file_size.to_string(),
+        ]
+    }
+
+    /// The limits from the worker's arguments after `worker`; `None` when they are not three
+    /// numbers.
+    pub fn from_args(args: &[String]) -> Option<Rlimits> {
+        let [address_space, cpu_secs, file_size] = args else {
+            return None;
+        };
+        Some(Rlimits {
+            address_space: address_space.parse().ok()?,
+            cpu_secs: cpu_secs.parse().ok()?,
+            file_size: file_size.parse().ok()?,
+            open_files: OPEN_FILES,
+        })
+    }
+}
+
+/// Descriptors a worker may have open: its three pipes, its input, Tesseract's data files.
+pub const OPEN_FILES: u64 = 64;
+
+/// Puts the calling process (the worker, first thing, before it reads any input) under
+/// `limits`, ties it to the server's life and closes every descriptor but its three pipes.
+/// The server starts workers without a `pre_exec` hook, so that the standard library can use
+/// `posix_spawn` instead of forking the whole server.
+pub fn limit_self(limits: Rlimits) -> io::Result<()> {
+    // Only stdin, stdout and stderr stay, even a descriptor some library of the server opened
+    // without close-on-exec (Landlock does not restrict descriptors already open). Linux 5.9
+    // and later; on older kernels close-on-exec is all there is.
+    // SAFETY: a plain system call with integer arguments; the worker opened no descriptor yet.
     unsafe {
-        command.pre_exec(move || {
-            set(libc::RLIMIT_AS, limits.address_space, limits.address_space)?;
-            // The soft limit sends SIGXCPU, which the worker does not catch; the hard limit a
-            // second later is SIGKILL, should it be caught anyway.
-            set(libc::RLIMIT_CPU, limits.cpu_secs, limits.cpu_secs + 1)?;
-            set(libc::RLIMIT_FSIZE, limits.file_size, limits.file_size)?;
-            set(libc::RLIMIT_NOFILE, limits.open_files, limits.open_files)?;
-            set(libc::RLIMIT_CORE, 0, 0)?;
-            if libc::prctl(
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        );
+    }
+    set(libc::RLIMIT_AS, limits.address_space, limits.address_space)?;
+    // The soft limit sends SIGXCPU, which the worker does not catch; the hard limit a second
+    // later is SIGKILL, should it be caught anyway.
+    set(libc::RLIMIT_CPU, limits.cpu_secs, limits.cpu_secs + 1)?;
+    set(libc::RLIMIT_FSIZE, limits.file_size, limits.file_size)?;
+    set(libc::RLIMIT_NOFILE, limits.open_files, limits.open_files)?;
+    set(libc::RLIMIT_CORE, 0, 0)?;
+    // SAFETY: prctl with integer arguments.
+    let (death, privileges) = unsafe {
+        (
+            libc::prctl(
                 libc::PR_SET_PDEATHSIG,
                 libc::SIGKILL as libc::c_ulong,
                 0,
                 0,
                 0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
+            ),
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+        )
+    };
+    if death != 0 || privileges != 0 {
+        return Err(io::Error::last_os_error());
     }
+    // The server may have died before the death signal was armed: then there is no one to
+    // answer.
+    // SAFETY: getppid has no arguments and cannot fail.
+    if unsafe { libc::getppid() } == 1 {
+        return Err(io::Error::other("the server is gone"));
+    }
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]

@@ -28,7 +28,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -83,13 +83,29 @@ pub struct WorkersConfig {
     pub confine: bool,
     /// Obey test-only fault inputs (the test suite only).
     pub faults: bool,
+    /// Workers started ahead of need, each waiting for its one request (0: start each when
+    /// it is needed).
+    pub warm: usize,
 }
 
 /// Starts a worker per decoder call.
 pub struct Workers {
-    config: WorkersConfig,
+    config: Arc<WorkersConfig>,
+    /// Started workers waiting for their request: a process start (loading the binary and its
+    /// libraries) is paid ahead of need, off a document's path. Each still serves one request
+    /// only, and holds nothing of anyone until it gets it.
+    warm: Arc<Mutex<Vec<Started>>>,
     /// A degraded confinement is logged once per process.
     warned: AtomicBool,
+}
+
+/// A worker process, started in its own directory, waiting for its envelope.
+struct Started {
+    child: tokio::process::Child,
+    dir: tempfile::TempDir,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
 }
 
 /// What a finished worker handed back.
@@ -121,7 +137,8 @@ impl Workers {
     pub fn new(config: WorkersConfig) -> std::io::Result<Arc<Self>> {
         std::fs::create_dir_all(&config.dir)?;
         Ok(Arc::new(Workers {
-            config,
+            config: Arc::new(config),
+            warm: Arc::new(Mutex::new(Vec::new())),
             warned: AtomicBool::new(false),
         }))
     }
@@ -130,28 +147,23 @@ impl Workers {
         &self.config
     }
 
-    /// Starts one worker on `request` with `input` written into its directory, and collects
-    /// its frames. `what` names it in messages (`the parser`, `ocr`).
-    async fn run(&self, what: &str, request: Request, input: &[u8]) -> Result<Answer, PhaseError> {
-        let limits = self.config.limits;
+    /// Starts a worker process in a new directory of its own.
+    fn start(config: &WorkersConfig) -> Result<Started, PhaseError> {
         let dir = tempfile::Builder::new()
             .prefix("worker-")
-            .tempdir_in(&self.config.dir)
+            .tempdir_in(&config.dir)
             .map_err(|e| PhaseError::Transient(format!("cannot make a worker directory: {e}")))?;
-        tokio::fs::write(dir.path().join(protocol::INPUT_FILE), input)
-            .await
-            .map_err(|e| PhaseError::Transient(format!("cannot write a worker's input: {e}")))?;
-        let envelope = Envelope {
-            request,
-            confine: self.config.confine,
-            faults: self.config.faults,
+        let mut command = tokio::process::Command::new(&config.program);
+        let limits = config.limits;
+        let rlimits = confine::Rlimits {
+            address_space: limits.memory_bytes,
+            cpu_secs: limits.cpu_secs.max(1),
+            file_size: limits.output_bytes,
+            open_files: confine::OPEN_FILES,
         };
-        let envelope = serde_json::to_vec(&envelope)
-            .map_err(|e| PhaseError::Transient(format!("cannot encode a worker request: {e}")))?;
-
-        let mut command = tokio::process::Command::new(&self.config.program);
         command
             .arg(WORKER_ARG)
+            .args(rlimits.to_args())
             .current_dir(dir.path())
             .env_clear()
             .envs(worker_env(dir.path()))
@@ -159,24 +171,84 @@ impl Workers {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        confine::limit_child(
-            &mut command,
-            confine::Rlimits {
-                address_space: limits.memory_bytes,
-                cpu_secs: limits.cpu_secs.max(1),
-                file_size: limits.output_bytes,
-                open_files: 64,
-            },
-        );
-        let started = Instant::now();
         let mut child = command
             .spawn()
             .map_err(|e| PhaseError::Transient(format!("cannot start a worker: {e}")))?;
-        let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) =
+        let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(PhaseError::Transient("a worker has no pipes".to_string()));
         };
+        Ok(Started {
+            child,
+            dir,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// A started worker: a warm one that is still alive, else a new one. A replacement is
+    /// started in the background.
+    fn take(&self) -> Result<Started, PhaseError> {
+        let warm = {
+            let mut pool = self.warm.lock().unwrap_or_else(|e| e.into_inner());
+            let mut found = None;
+            while let Some(mut started) = pool.pop() {
+                // One that died while it waited (killed from outside) is dropped.
+                if matches!(started.child.try_wait(), Ok(None)) {
+                    found = Some(started);
+                    break;
+                }
+            }
+            found
+        };
+        if self.config.warm > 0 {
+            let (config, pool) = (self.config.clone(), self.warm.clone());
+            tokio::spawn(async move {
+                if pool.lock().map(|p| p.len() >= config.warm).unwrap_or(true) {
+                    return;
+                }
+                match Workers::start(&config) {
+                    Ok(started) => {
+                        let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+                        if pool.len() < config.warm {
+                            pool.push(started);
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot start a warm worker"),
+                }
+            });
+        }
+        match warm {
+            Some(started) => Ok(started),
+            None => Workers::start(&self.config),
+        }
+    }
+
+    /// Runs `request` on a worker with `input` written into its directory, and collects its
+    /// frames. `what` names it in messages (`the parser`, `ocr`).
+    async fn run(&self, what: &str, request: Request, input: &[u8]) -> Result<Answer, PhaseError> {
+        let limits = self.config.limits;
+        let envelope = Envelope {
+            request,
+            confine: self.config.confine,
+            faults: self.config.faults,
+        };
+        let envelope = serde_json::to_vec(&envelope)
+            .map_err(|e| PhaseError::Transient(format!("cannot encode a worker request: {e}")))?;
+        let Started {
+            mut child,
+            dir,
+            mut stdin,
+            mut stdout,
+            mut stderr,
+        } = self.take()?;
+        // The worker reads its input only once its envelope has come.
+        tokio::fs::write(dir.path().join(protocol::INPUT_FILE), input)
+            .await
+            .map_err(|e| PhaseError::Transient(format!("cannot write a worker's input: {e}")))?;
+        let started = Instant::now();
 
         let stderr_tail = tokio::spawn(async move {
             let mut tail = Vec::new();
@@ -281,6 +353,10 @@ fn worker_env(dir: &Path) -> Vec<(&'static str, String)> {
         ("OMP_THREAD_LIMIT", "1".to_string()),
         ("TMPDIR", dir.display().to_string()),
         ("LC_ALL", "C".to_string()),
+        // mimalloc reserves its first arena as one 1 GiB mapping, which an address-space
+        // limit of 1 GiB can never grant (Tesseract's first large allocation then fails);
+        // smaller reservations grow as needed.
+        ("MIMALLOC_ARENA_RESERVE", "64MiB".to_string()),
     ]
 }
 
@@ -530,6 +606,14 @@ mod tests {
     fn the_environment_carries_no_secret() {
         let env = worker_env(Path::new("/tmp/w"));
         let names: Vec<&str> = env.iter().map(|(k, _)| *k).collect();
-        assert_eq!(names, vec!["OMP_THREAD_LIMIT", "TMPDIR", "LC_ALL"]);
+        assert_eq!(
+            names,
+            vec![
+                "OMP_THREAD_LIMIT",
+                "TMPDIR",
+                "LC_ALL",
+                "MIMALLOC_ARENA_RESERVE"
+            ]
+        );
     }
 }

@@ -19,6 +19,16 @@ use crate::ocr::Tesseract;
 /// Runs the worker; the process's exit code. A failure to read the inputs or to write the
 /// answer is exit code 2 (the server reports it as a crash).
 pub fn main() -> i32 {
+    // The limits come first, before a byte of input is read.
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    let Some(limits) = confine::Rlimits::from_args(&args) else {
+        eprintln!("memvault worker: expected three limits (address space, cpu seconds, file size); this command is started by the server");
+        return 2;
+    };
+    if let Err(error) = confine::limit_self(limits) {
+        eprintln!("memvault worker: cannot set its limits: {error}");
+        return 2;
+    }
     match run() {
         Ok(()) => 0,
         Err(error) => {

@@ -986,6 +986,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_document_resumed_past_its_attempts_fails_without_running() {
+        let store = Arc::new(FakeStore::default());
+        let ingestion = start(store.clone(), None, 3).await;
+        let id = store.add(TEXT, SourceKind::Markdown);
+        // Three attempts were started and none ended (the server died under each): the
+        // fourth is not run.
+        ingestion.submit(id, Uuid::nil(), 4).unwrap();
+        assert_eq!(until_terminal(&store, id).await, Status::Failed);
+        let statuses = store.with(id, |d| d.statuses.clone()).unwrap();
+        assert_eq!(statuses.len(), 1, "{statuses:?}");
+        assert_eq!(statuses[0].1, 3);
+        assert!(statuses[0]
+            .2
+            .as_deref()
+            .unwrap()
+            .contains("interrupted 3 times"));
+        store
+            .with(id, |d| assert!(d.chunks.is_empty(), "nothing ran"))
+            .unwrap();
+        ingestion.stop();
+    }
+
+    #[tokio::test]
     async fn a_corrupt_file_fails_at_once_without_retries() {
         let store = Arc::new(FakeStore::default());
         let ingestion = start(store.clone(), None, 3).await;
