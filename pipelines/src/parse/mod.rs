@@ -54,8 +54,8 @@ pub struct ParseLimits {
     /// however many pages draw it): bounds the OCR work one document can ask for. The
     /// default, 2,000 megapixels, is about 240 letter pages scanned at 300 dpi.
     pub max_total_pixels: u64,
-    /// Decompressed bytes read out of a zip container or out of a PDF's streams (and the images
-    /// whose bytes a parse keeps, see [`Keep`]), in total.
+    /// Decompressed bytes read out of a zip container or out of a PDF's streams (its images
+    /// included, whether a parse keeps their bytes or not, see [`Keep`]), in total.
     pub max_unpacked_bytes: u64,
     /// Bytes of output text.
     pub max_text_bytes: usize,

@@ -15,7 +15,8 @@
 //! table against [`ParseLimits::max_cells`] (grids of all tables together, since calamine
 //! keeps them all), and the bytes of cloned values and spaces against
 //! [`ParseLimits::max_text_bytes`]. Where calamine would stop with an error, the walk stops
-//! and leaves the error to calamine.
+//! and the file is refused as corrupt (fail closed: a wrong guess about calamine refuses a
+//! file, it never lets the rest of one go unchecked).
 
 use std::io::{BufReader, Cursor, Read};
 
@@ -29,7 +30,7 @@ use super::{ParseError, ParseLimits};
 /// calamine's cap on the columns of one row.
 const MAX_COLUMNS: u64 = 16_384;
 
-/// Whether the walk may go on: `Stop` where calamine fails (no further allocation happens).
+/// Whether the walk may go on: `Ok(None)` where calamine fails (the file is then refused).
 type Step<T> = Result<Option<T>, ParseError>;
 
 pub(crate) fn check(bytes: &[u8], limits: &ParseLimits) -> Result<(), ParseError> {
@@ -51,8 +52,16 @@ pub(crate) fn check(bytes: &[u8], limits: &ParseLimits) -> Result<(), ParseError
         grid_left: limits.max_cells,
         text_left: limits.max_text_bytes as u64,
     };
-    walk.content()?;
-    Ok(())
+    // Fail closed: where the walk stops because calamine would fail, the file is refused
+    // here, so that a wrong guess about calamine can never let the rest go unchecked.
+    if walk.content()? {
+        Ok(())
+    } else {
+        Err(ParseError::corrupt(
+            "ods",
+            "the spreadsheet's content could not be read",
+        ))
+    }
 }
 
 struct Walk<'l, R: Read> {
@@ -165,28 +174,29 @@ impl<R: Read> Walk<'_, R> {
         Ok(())
     }
 
-    /// calamine's `parse_content`.
-    fn content(&mut self) -> Result<(), ParseError> {
+    /// calamine's `parse_content`: `true` when the walk reached the end, `false` where it
+    /// stopped because calamine would fail there.
+    fn content(&mut self) -> Result<bool, ParseError> {
         let mut buf = Vec::new();
         loop {
             let Some(event) = self.event(&mut buf)? else {
-                return Ok(());
+                return Ok(false);
             };
             match event {
                 Event::Start(e) if e.name() == QName("table:table") => {
                     match raw_attr(&e, "table:style-name") {
-                        Err(()) => return Ok(()),
-                        Ok(Some(v)) if quick_xml::escape::unescape(v).is_err() => return Ok(()),
+                        Err(()) => return Ok(false),
+                        Ok(Some(v)) if quick_xml::escape::unescape(v).is_err() => return Ok(false),
                         Ok(_) => {}
                     }
                     match raw_attr(&e, "table:name") {
-                        Err(()) => return Ok(()),
+                        Err(()) => return Ok(false),
                         Ok(Some(v)) => {
                             if quick_xml::escape::unescape(v).is_err() {
-                                return Ok(());
+                                return Ok(false);
                             }
                             if self.table()?.is_none() {
-                                return Ok(());
+                                return Ok(false);
                             }
                         }
                         Ok(None) => {}
@@ -196,9 +206,9 @@ impl<R: Read> Walk<'_, R> {
                     if e.name() == QName("table:named-expressions")
                         && self.named_expressions()?.is_none() =>
                 {
-                    return Ok(())
+                    return Ok(false)
                 }
-                Event::Eof => return Ok(()),
+                Event::Eof => return Ok(true),
                 _ => {}
             }
         }
@@ -477,11 +487,12 @@ impl<R: Read> Walk<'_, R> {
                 Event::Start(e) if e.name() == QName("text:s") => match raw_attr(&e, "text:c") {
                     Err(()) => return Ok(None),
                     Ok(None) => 1,
+                    // calamine reads the count as an `i32` and pushes nothing for a negative.
                     Ok(Some(v)) => match quick_xml::escape::unescape(v)
                         .ok()
-                        .and_then(|v| v.parse::<usize>().ok())
+                        .and_then(|v| v.parse::<i32>().ok())
                     {
-                        Some(n) => n as u64,
+                        Some(n) => u64::try_from(n).unwrap_or(0),
                         None => return Ok(None),
                     },
                 },

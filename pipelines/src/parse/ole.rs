@@ -219,15 +219,22 @@ impl<'a> Compound<'a> {
     }
 }
 
-/// A version-3 compound file (512-byte sectors) holding one stream, `name`, with `data`
-/// (zero-padded to 4096 bytes so that it lives in regular sectors and needs no mini stream).
-pub(crate) fn single_stream(name: &str, data: &[u8]) -> Vec<u8> {
-    const SECTOR: usize = 512;
-    const IDS: usize = SECTOR / 4;
+/// `data` zero-padded to 4096 bytes, so that as a stream it lives in regular sectors and
+/// needs no mini stream: what [`single_stream`] stores, and what a reader of it sees.
+pub(crate) fn padded(data: &[u8]) -> Vec<u8> {
     let mut data = data.to_vec();
     if data.len() < MINI_CUTOFF as usize {
         data.resize(MINI_CUTOFF as usize, 0);
     }
+    data
+}
+
+/// A version-3 compound file (512-byte sectors) holding one stream, `name`, with `data`
+/// ([`padded`]).
+pub(crate) fn single_stream(name: &str, data: &[u8]) -> Vec<u8> {
+    const SECTOR: usize = 512;
+    const IDS: usize = SECTOR / 4;
+    let data = padded(data);
     let stream_sectors = data.len().div_ceil(SECTOR);
     // Sectors: the stream, one directory sector, the FAT, then DIFAT sectors if the FAT needs
     // more than the header's 109 slots.

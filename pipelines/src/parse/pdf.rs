@@ -107,12 +107,11 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits, keep: &Keep) -> Result<P
                 let Ok(stream) = doc.get_object(*image_id).and_then(Object::as_stream) else {
                     continue;
                 };
-                // An image whose bytes are not kept is still decoded and checked (so every call
-                // finds the same images), but its bytes count against no budget.
+                // An image whose bytes are not kept is decoded, checked and charged all the
+                // same: every call finds the same images, and decoding costs the same whatever
+                // is kept.
                 let kept = keep.keeps(images.len());
-                let mut scratch = ctx.budget;
-                let budget = if kept { &mut ctx.budget } else { &mut scratch };
-                match pdf_image::extract(&doc, stream, limits.max_image_pixels, budget) {
+                match pdf_image::extract(&doc, stream, limits.max_image_pixels, &mut ctx.budget) {
                     Extracted::Image { data, pixels } => {
                         pixels_left = pixels_left.checked_sub(pixels).ok_or_else(|| {
                             ParseError::Limit(format!(

@@ -40,8 +40,16 @@ pub(crate) fn prepare(bytes: &[u8], limits: &ParseLimits) -> Result<Vec<u8>, Par
             .stream("Book")?
             .ok_or_else(|| ParseError::corrupt("xls", "the file holds no workbook stream"))?,
     };
+    // The bytes checked are the bytes calamine will read: padded as the clean file stores them.
+    let stream = ole::padded(&stream);
     check(&stream, limits)?;
     Ok(ole::single_stream("Workbook", &stream))
+}
+
+/// Where the walk stops because calamine would fail: refused here (fail closed), so that a
+/// wrong guess about calamine can never let the rest of a workbook go unchecked.
+fn unreadable() -> ParseError {
+    ParseError::corrupt("xls", "the workbook could not be read")
 }
 
 /// One record as calamine's `RecordIter` yields it: its data and the CONTINUE records after it.
@@ -128,18 +136,20 @@ pub(crate) fn check(stream: &[u8], limits: &ParseLimits) -> Result<(), ParseErro
     while let Some(mut r) = records.next()? {
         match r.typ {
             // FilePass: calamine stops with a password error.
-            0x002F if r.data.len() < 2 || u16_at(r.data, 0) != 0 => return Ok(()),
+            0x002F if r.data.len() < 2 || u16_at(r.data, 0) != 0 => {
+                return Err(ParseError::Encrypted)
+            }
             // BoundSheet8: where a sheet's substream starts.
             0x0085 => {
                 if r.data.len() < 6 {
-                    return Ok(());
+                    return Err(unreadable());
                 }
                 sheets.push(u32_at(r.data, 0) as usize);
             }
             // SST: the shared strings, by length.
             0x00FC => match sst_lengths(&mut r) {
                 Some(lengths) => strings = lengths,
-                None => return Ok(()),
+                None => return Err(unreadable()),
             },
             0x000A => break,
             _ => {}
@@ -149,10 +159,10 @@ pub(crate) fn check(stream: &[u8], limits: &ParseLimits) -> Result<(), ParseErro
     let mut text_left = limits.max_text_bytes as u64;
     for pos in sheets {
         let Some(sheet) = stream.get(pos..) else {
-            return Ok(());
+            return Err(unreadable());
         };
         if !check_sheet(sheet, &strings, limits, &mut grid_left, &mut text_left)? {
-            return Ok(());
+            return Err(unreadable());
         }
     }
     Ok(())

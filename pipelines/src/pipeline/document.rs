@@ -125,7 +125,7 @@ fn check_text(lengths: impl Iterator<Item = usize>, limit: usize) -> Result<(), 
 }
 
 /// `12.5 MB`, `10 MB`: sizes in messages.
-pub fn megabytes(bytes: usize) -> String {
+fn megabytes(bytes: usize) -> String {
     let mb = bytes as f64 / (1024.0 * 1024.0);
     if (mb - mb.round()).abs() < 0.05 {
         format!("{} MB", mb.round() as u64)
