@@ -188,8 +188,8 @@ impl Workers {
         })
     }
 
-    /// A started worker: a warm one that is still alive, else a new one. A replacement is
-    /// started in the background.
+    /// A started worker: a warm one that is still alive, else a new one. The waiting ones are
+    /// made up to `warm` again in the background.
     fn take(&self) -> Result<Started, PhaseError> {
         let warm = {
             let mut pool = self.warm.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,17 +206,21 @@ impl Workers {
         if self.config.warm > 0 {
             let (config, pool) = (self.config.clone(), self.warm.clone());
             tokio::spawn(async move {
-                if pool.lock().map(|p| p.len() >= config.warm).unwrap_or(true) {
-                    return;
-                }
-                match Workers::start(&config) {
-                    Ok(started) => {
-                        let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
-                        if pool.len() < config.warm {
+                // Back up to `warm` waiting workers.
+                while pool.lock().is_ok_and(|p| p.len() < config.warm) {
+                    match Workers::start(&config) {
+                        Ok(started) => {
+                            let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+                            if pool.len() >= config.warm {
+                                break;
+                            }
                             pool.push(started);
                         }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot start a warm worker");
+                            break;
+                        }
                     }
-                    Err(error) => tracing::warn!(%error, "cannot start a warm worker"),
                 }
             });
         }
