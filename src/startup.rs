@@ -284,7 +284,10 @@ impl Application {
             PipelineConfig {
                 max_documents: settings.ingest_max_documents.max(1),
                 max_documents_per_workspace: settings.ingest_max_documents_per_workspace.max(1),
-                max_text_bytes: settings.ingest_max_text_mb.max(1) * 1024 * 1024,
+                max_text_bytes: settings
+                    .ingest_max_text_mb
+                    .max(1)
+                    .saturating_mul(1024 * 1024),
                 max_chunks: settings.ingest_max_chunks.max(1),
                 max_facts: settings.ingest_max_facts,
                 max_attempts: settings.ingest_max_attempts.max(1),
@@ -578,14 +581,17 @@ fn workers_config(settings: &Settings) -> anyhow::Result<WorkersConfig> {
         program,
         dir,
         limits: WorkerLimits {
-            memory_bytes: worker.memory_mb.max(64) * MB,
+            memory_bytes: worker.memory_mb.max(64).saturating_mul(MB),
             cpu_secs: worker.cpu_secs.max(1),
             deadline: Duration::from_secs(worker.deadline_secs.max(1)),
-            output_bytes: worker.output_mb.max(1) * MB,
+            output_bytes: worker.output_mb.max(1).saturating_mul(MB),
         },
         parse_limits: ParseLimits {
             // The parsers stop at the text a document may hand to chunking.
-            max_text_bytes: settings.ingest_max_text_mb.max(1) * MB as usize,
+            max_text_bytes: settings
+                .ingest_max_text_mb
+                .max(1)
+                .saturating_mul(MB as usize),
             ..ParseLimits::default()
         },
         ocr_language: settings.ocr_language.clone(),
