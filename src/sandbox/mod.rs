@@ -95,9 +95,15 @@ pub struct Workers {
     /// libraries) is paid ahead of need, off a document's path. Each still serves one request
     /// only, and holds nothing of anyone until it gets it.
     warm: Arc<Mutex<Vec<Started>>>,
+    /// Type checks run on an upload's request, outside the ingestion's slots: at most this
+    /// many at once, the others wait their turn (so uploads cannot start workers without end).
+    sniffs: tokio::sync::Semaphore,
     /// A degraded confinement is logged once per process.
     warned: AtomicBool,
 }
+
+/// Type checks (`Decoder::sniff`) running at once, all uploads together.
+const SNIFFS_AT_ONCE: usize = 2;
 
 /// A worker process, started in its own directory, waiting for its envelope.
 struct Started {
@@ -108,10 +114,8 @@ struct Started {
     stderr: tokio::process::ChildStderr,
 }
 
-/// What a finished worker handed back.
-struct Answer {
-    frames: Vec<(u8, Vec<u8>)>,
-}
+/// What a finished worker handed back: its frames, tag and payload, in order.
+type Frames = Vec<(u8, Vec<u8>)>;
 
 /// Why the server stopped a worker itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,12 +143,9 @@ impl Workers {
         Ok(Arc::new(Workers {
             config: Arc::new(config),
             warm: Arc::new(Mutex::new(Vec::new())),
+            sniffs: tokio::sync::Semaphore::new(SNIFFS_AT_ONCE),
             warned: AtomicBool::new(false),
         }))
-    }
-
-    pub fn config(&self) -> &WorkersConfig {
-        &self.config
     }
 
     /// Starts a worker process in a new directory of its own.
@@ -232,7 +233,7 @@ impl Workers {
 
     /// Runs `request` on a worker with `input` written into its directory, and collects its
     /// frames. `what` names it in messages (`the parser`, `ocr`).
-    async fn run(&self, what: &str, request: Request, input: &[u8]) -> Result<Answer, PhaseError> {
+    async fn run(&self, what: &str, request: Request, input: &[u8]) -> Result<Frames, PhaseError> {
         let limits = self.config.limits;
         let envelope = Envelope {
             request,
@@ -328,7 +329,7 @@ impl Workers {
             return Err(verdict(what, &limits, &exit));
         }
         self.check_hello(&frames);
-        Ok(Answer { frames })
+        Ok(frames)
     }
 
     fn check_hello(&self, frames: &[(u8, Vec<u8>)]) {
@@ -455,9 +456,9 @@ impl Decoder for Workers {
             kind,
             limits: self.config.parse_limits.clone(),
         };
-        let answer = self.run(WHAT, request, bytes).await?;
-        refusal(WHAT, &answer.frames)?;
-        let head: ParsedHead = match answer.frames.iter().find(|(tag, _)| *tag == PARSED) {
+        let frames = self.run(WHAT, request, bytes).await?;
+        refusal(WHAT, &frames)?;
+        let head: ParsedHead = match frames.iter().find(|(tag, _)| *tag == PARSED) {
             Some((_, bytes)) => payload(WHAT, bytes)?,
             None => return Err(PhaseError::Transient(format!("{WHAT} sent no result"))),
         };
@@ -494,10 +495,9 @@ impl Decoder for Workers {
             language: self.config.ocr_language.clone(),
             data_dir: self.config.ocr_data_dir.clone(),
         };
-        let answer = self.run(WHAT, request, bytes).await?;
-        refusal(WHAT, &answer.frames)?;
-        let texts = answer
-            .frames
+        let frames = self.run(WHAT, request, bytes).await?;
+        refusal(WHAT, &frames)?;
+        let texts = frames
             .iter()
             .filter(|(tag, _)| *tag == TEXT)
             .map(|(_, bytes)| payload::<Result<String, String>>(WHAT, bytes))
@@ -513,8 +513,13 @@ impl Decoder for Workers {
 
     async fn sniff(&self, bytes: &[u8]) -> Result<Option<SourceKind>, PhaseError> {
         const WHAT: &str = "the file type check";
-        let answer = self.run(WHAT, Request::Sniff, bytes).await?;
-        match answer.frames.iter().find(|(tag, _)| *tag == KIND) {
+        let _turn = self
+            .sniffs
+            .acquire()
+            .await
+            .map_err(|_| PhaseError::Transient(format!("{WHAT} is shutting down")))?;
+        let frames = self.run(WHAT, Request::Sniff, bytes).await?;
+        match frames.iter().find(|(tag, _)| *tag == KIND) {
             Some((_, bytes)) => payload(WHAT, bytes),
             None => Err(PhaseError::Transient(format!("{WHAT} sent no answer"))),
         }

@@ -31,7 +31,7 @@ pub struct DocumentArgs {
     pub attempt: u32,
     pub engines: Engines,
     pub config: Arc<PipelineConfig>,
-    /// Shared by every document: bounds each blocking phase (parse, OCR, chunking).
+    /// Shared by every document: bounds the in-process blocking work (chunking).
     pub slots: PhaseSlots,
     pub shared: Arc<Shared>,
 }
