@@ -82,6 +82,81 @@ pub struct WorkerSettings {
     pub test_faults: bool,
 }
 
+/// How often anyone may use the doors open to the internet. Each refusal is a 429 with
+/// `Retry-After` naming the setting. Counted by this process, in windows that start at the
+/// first attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbuseLimits {
+    /// Sign-ups from one client address per hour.
+    pub sign_up_per_address_per_hour: u32,
+    /// Sign-ups for one email per hour (a taken email answers 409, and costs a hash).
+    pub sign_up_per_email_per_hour: u32,
+    /// Sign-in attempts from one client address per minute.
+    pub sign_in_per_address_per_minute: u32,
+    /// Sign-in attempts for one account (email) per hour, from any address.
+    pub sign_in_per_email_per_hour: u32,
+    /// Workspaces one user may create per day.
+    pub workspaces_per_user_per_day: u32,
+    /// OAuth dynamic client registrations from one client address per hour.
+    pub oauth_registrations_per_address_per_hour: u32,
+    /// Invitations one workspace may send per day.
+    pub invitations_per_workspace_per_day: u32,
+    /// Password hashes (argon2id, `password_memory_kib` each) computed at once.
+    pub password_hashes: usize,
+    /// How long a request waits for a hashing slot before it is answered 503.
+    pub password_hash_wait_ms: u64,
+}
+
+impl Default for AbuseLimits {
+    fn default() -> Self {
+        AbuseLimits {
+            sign_up_per_address_per_hour: 20,
+            sign_up_per_email_per_hour: 5,
+            sign_in_per_address_per_minute: 10,
+            sign_in_per_email_per_hour: 30,
+            workspaces_per_user_per_day: 10,
+            oauth_registrations_per_address_per_hour: 20,
+            invitations_per_workspace_per_day: 100,
+            password_hashes: 4,
+            password_hash_wait_ms: 2_000,
+        }
+    }
+}
+
+/// The HTTP server's limits on connections and on how slowly a client may send.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HttpSettings {
+    /// A request's headers must arrive within this many seconds, else the connection closes.
+    pub header_timeout_secs: u64,
+    /// A request's body must arrive within this many seconds (408 after).
+    pub body_timeout_secs: u64,
+    /// A keep-alive connection with no request for this long is closed.
+    pub idle_timeout_secs: u64,
+    /// Connections served at once; more wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Document uploads read at once; more are answered 503 with `Retry-After`.
+    pub max_uploads: usize,
+    /// Behind a reverse proxy: the header the proxy sets to the client's address (e.g.
+    /// `x-forwarded-for`, whose last entry is used, or `x-real-ip`). Unset: the TCP peer, and
+    /// no header is trusted.
+    pub trusted_proxy_header: Option<String>,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            header_timeout_secs: 10,
+            body_timeout_secs: 60,
+            idle_timeout_secs: 60,
+            max_connections: 1_024,
+            max_uploads: 8,
+            trusted_proxy_header: None,
+        }
+    }
+}
+
 impl Default for WorkerSettings {
     fn default() -> Self {
         WorkerSettings {
@@ -210,8 +285,11 @@ pub struct Settings {
     pub session_ttl_days: u64,
     /// How long an invitation can be accepted.
     pub invitation_ttl_days: u64,
-    /// Sign-in attempts per minute from one address.
-    pub sign_in_per_minute: u32,
+    /// Limits on the open doors (sign-up, sign-in, workspaces, OAuth registration,
+    /// invitations) and on concurrent password hashing.
+    pub abuse: AbuseLimits,
+    /// The HTTP server's defences against slow and large clients, and the trusted proxy.
+    pub http: HttpSettings,
     /// Argon2id memory cost in KiB (OWASP's minimum, 19 MiB, by default).
     pub password_memory_kib: u32,
     /// `local` (plans change on this server, for self-hosting) or `hosted` (a payment
@@ -318,7 +396,8 @@ impl Default for Settings {
             public_url: None,
             session_ttl_days: 30,
             invitation_ttl_days: 7,
-            sign_in_per_minute: 10,
+            abuse: AbuseLimits::default(),
+            http: HttpSettings::default(),
             password_memory_kib: 19 * 1024,
             billing_provider: BillingKind::Local,
             billing_url: None,

@@ -66,12 +66,22 @@ pub enum Error {
     /// 413
     #[error("request body too large")]
     PayloadTooLarge,
+    /// 408: the body did not arrive in time (`http.body_timeout_secs`).
+    #[error("the request body did not arrive in time (setting http.body_timeout_secs)")]
+    BodyTimeout,
     /// 415
     #[error("{0}")]
     UnsupportedMediaType(String),
     /// 429
     #[error("rate limit exceeded: {} requests per minute; retry after the window resets", rate.limit)]
     RateLimited { rate: RateStatus },
+    /// 429: one of the abuse limits (sign-ups, sign-ins, workspaces, registrations,
+    /// invitations); the message names its setting.
+    #[error("{message}")]
+    Throttled { message: String, retry_after: u64 },
+    /// 503 with `Retry-After`: a shared resource (password hashing, upload slots) is busy.
+    #[error("{message}")]
+    Busy { message: String, retry_after: u64 },
     /// 502: a service we depend on (the billing provider) failed. Details are logged, not
     /// shown.
     #[error("upstream service failed: {0}")]
@@ -106,11 +116,12 @@ impl Error {
             Error::Conflict(_) => 409,
             Error::Gone(_) => 410,
             Error::PayloadTooLarge => 413,
+            Error::BodyTimeout => 408,
             Error::UnsupportedMediaType(_) => 415,
-            Error::RateLimited { .. } => 429,
+            Error::RateLimited { .. } | Error::Throttled { .. } => 429,
             Error::Storage(_) | Error::Internal(_) => 500,
             Error::Upstream(_) => 502,
-            Error::Unavailable(_) => 503,
+            Error::Unavailable(_) | Error::Busy { .. } => 503,
         }
     }
 
@@ -135,8 +146,22 @@ impl Error {
             | Error::Conflict(_)
             | Error::Gone(_)
             | Error::PayloadTooLarge
+            | Error::BodyTimeout
             | Error::UnsupportedMediaType(_)
-            | Error::RateLimited { .. } => self.to_string(),
+            | Error::RateLimited { .. }
+            | Error::Throttled { .. }
+            | Error::Busy { .. } => self.to_string(),
+        }
+    }
+
+    /// Seconds a client should wait before trying again, for errors that say so.
+    pub fn retry_after(&self, now_secs: i64) -> Option<u64> {
+        match self {
+            Error::RateLimited { rate } => Some(rate.retry_after(now_secs)),
+            Error::Throttled { retry_after, .. } | Error::Busy { retry_after, .. } => {
+                Some((*retry_after).max(1))
+            }
+            _ => None,
         }
     }
 

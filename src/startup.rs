@@ -57,6 +57,7 @@ pub struct Overrides {
 
 pub struct Application {
     listener: TcpListener,
+    serve_limits: http::serve::ServeLimits,
     router: Router,
     store: Arc<dyn Store>,
     workspaces: Workspaces,
@@ -329,7 +330,13 @@ impl Application {
             settings.billing_webhook_tolerance_secs,
         ));
         let state = AppState {
-            oauth: OAuthService::new(store.clone()),
+            oauth: OAuthService::new(store.clone(), accounts.doors()),
+            uploads: Arc::new(tokio::sync::Semaphore::new(
+                settings.http.max_uploads.max(1),
+            )),
+            client_addr: http::extract::AddressSource::new(
+                settings.http.trusted_proxy_header.as_deref(),
+            )?,
             billing,
             accounts,
             memories: memories.clone(),
@@ -349,8 +356,11 @@ impl Application {
         ));
         let router = http::app(
             state,
-            settings.max_body_bytes,
-            settings.max_upload_bytes,
+            http::BodyLimits {
+                max_body_bytes: settings.max_body_bytes,
+                max_upload_bytes: settings.max_upload_bytes,
+                body_timeout: Duration::from_secs(settings.http.body_timeout_secs.max(1)),
+            },
             extra,
         );
         let listener = TcpListener::bind(settings.listen)
@@ -364,6 +374,11 @@ impl Application {
             );
         }
         Ok(Application {
+            serve_limits: http::serve::ServeLimits {
+                header_timeout: Duration::from_secs(settings.http.header_timeout_secs.max(1)),
+                idle_timeout: Duration::from_secs(settings.http.idle_timeout_secs.max(1)),
+                max_connections: settings.http.max_connections.max(1),
+            },
             listener,
             router,
             store,
@@ -430,12 +445,7 @@ impl Application {
     ) -> anyhow::Result<()> {
         tracing::info!(address = %self.local_addr(), "memvault listening");
         let mcp_shutdown = self.mcp_shutdown.clone();
-        axum::serve(
-            self.listener,
-            self.router
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
+        http::serve::serve(self.listener, self.router, self.serve_limits, async move {
             shutdown.await;
             // MCP streams stay open until told; requests in flight still finish.
             mcp_shutdown.cancel();
@@ -529,8 +539,8 @@ pub fn accounts_config(settings: &Settings) -> AccountsConfig {
     AccountsConfig {
         session_ttl: chrono::Duration::days(settings.session_ttl_days.clamp(1, 3650) as i64),
         invitation_ttl: chrono::Duration::days(settings.invitation_ttl_days.clamp(1, 365) as i64),
-        sign_in_per_minute: settings.sign_in_per_minute,
         password_memory_kib: settings.password_memory_kib,
+        abuse: settings.abuse.clone(),
     }
 }
 

@@ -22,3 +22,30 @@ pub fn init(format: LogFormat, level: &str) {
         LogFormat::Text => builder.try_init(),
     };
 }
+
+/// A user-supplied value as it may enter a log line: control characters (new lines, escape
+/// sequences) dropped, so that no one can forge a line or paint a terminal, and cut to 200
+/// characters.
+pub fn loggable(value: &str) -> String {
+    const MAX: usize = 200;
+    let mut out: String = value
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX)
+        .collect();
+    if value.chars().filter(|c| !c.is_control()).nth(MAX).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod loggable_tests {
+    use super::loggable;
+
+    #[test]
+    fn control_characters_never_reach_a_log_line() {
+        assert_eq!(loggable("a\nb\r\u{1b}[31mc\u{7f}"), "ab[31mc");
+        assert_eq!(loggable(&"x".repeat(300)).chars().count(), 201);
+    }
+}

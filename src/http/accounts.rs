@@ -17,7 +17,7 @@ use crate::services::accounts::{
     WorkspaceCreated, WorkspaceList,
 };
 use crate::services::memories::Success;
-use crate::services::{Principal, RateSlot};
+use crate::services::Principal;
 
 /// Creates an account and its first workspace (the new user owns it), and signs in: the
 /// session cookie `memvault.session_token` is set.
@@ -26,14 +26,17 @@ use crate::services::{Principal, RateSlot};
         (status = 201, description = "signed up and signed in (Set-Cookie)", body = SessionView),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
         (status = 403, description = "a cross-site request", body = ErrorBody),
-        (status = 409, description = "the email already has an account", body = ErrorBody)))]
+        (status = 409, description = "the email already has an account", body = ErrorBody),
+        (status = 429, description = "too many sign-ups from this address or for this email (Retry-After)", body = ErrorBody),
+        (status = 503, description = "too many password hashes at once (Retry-After)", body = ErrorBody)))]
 pub async fn sign_up(
     State(state): State<AppState>,
+    ClientAddr(from): ClientAddr,
     headers: axum::http::HeaderMap,
     ApiJson(input): ApiJson<SignUp>,
 ) -> Result<Response, Error> {
     state.web.check_origin_if_sent(&headers)?;
-    let signed_in = state.accounts.sign_up(input).await?;
+    let signed_in = state.accounts.sign_up(from, input).await?;
     let cookie = state.web.session_cookie(&signed_in.token);
     Ok((
         StatusCode::CREATED,
@@ -43,24 +46,25 @@ pub async fn sign_up(
         .into_response())
 }
 
-/// Signs in with email and password: the session cookie is set. Limited to 10 attempts a
-/// minute per client address; an unknown email and a wrong password get the same answer.
+/// Signs in with email and password: the session cookie is set. Limited per client address
+/// (10 a minute) and per account (30 an hour); an unknown email and a wrong password get the
+/// same answer.
 #[utoipa::path(post, path = "/api/auth/sign-in", tag = "accounts", request_body = SignIn,
     responses(
         (status = 200, description = "signed in (Set-Cookie)", body = SessionView),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
         (status = 401, description = "invalid email or password", body = ErrorBody),
         (status = 403, description = "a cross-site request", body = ErrorBody),
-        (status = 429, description = "too many attempts from this address", body = ErrorBody)))]
+        (status = 429, description = "too many attempts from this address or for this account (Retry-After)", body = ErrorBody),
+        (status = 503, description = "too many password hashes at once (Retry-After)", body = ErrorBody)))]
 pub async fn sign_in(
     State(state): State<AppState>,
     ClientAddr(from): ClientAddr,
-    rate: RateSlot,
     headers: axum::http::HeaderMap,
     ApiJson(input): ApiJson<SignIn>,
 ) -> Result<Response, Error> {
     state.web.check_origin_if_sent(&headers)?;
-    let signed_in = state.accounts.sign_in(from, &rate, input).await?;
+    let signed_in = state.accounts.sign_in(from, input).await?;
     let cookie = state.web.session_cookie(&signed_in.token);
     Ok(([(header::SET_COOKIE, cookie)], Json(signed_in.view)).into_response())
 }

@@ -30,6 +30,9 @@ pub struct ErrorBody {
     /// On server errors only: `ERR_` + 8 characters, a reference for support.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_id: Option<String>,
+    /// On 429 and on a busy 503: seconds to wait before retrying (the `Retry-After` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
 }
 
 /// Attached to an error response by [`Error::into_response`]; the envelope turns it into the body.
@@ -53,12 +56,10 @@ impl IntoResponse for Error {
         // Server errors keep their cause for the log; the client sees only the message.
         let cause = status.is_server_error().then(|| self.to_string());
         let mut response = status.into_response();
-        if let Error::RateLimited { rate } = &self {
-            let now = chrono::Utc::now().timestamp();
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(rate.retry_after(now)),
-            );
+        if let Some(seconds) = self.retry_after(chrono::Utc::now().timestamp()) {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
             .extensions_mut()
@@ -134,11 +135,17 @@ pub async fn envelope(mut request: Request, next: Next) -> Response {
             "request failed"
         );
     }
+    let retry_after = response
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
     let body = ErrorBody {
         error: message,
         code: code_for(status),
         request_id,
         error_id,
+        retry_after,
     };
     let json = serde_json::to_vec(&body).unwrap_or_default();
     let (mut parts, _) = response.into_parts();

@@ -1,16 +1,18 @@
 //! Extractors whose rejections speak the error envelope.
 
 use std::error::Error as _;
+use std::net::IpAddr;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use axum::Json;
 use serde::de::DeserializeOwned;
 
 use super::AppState;
 use crate::error::Error;
+use crate::model::Source;
 use crate::services::{AccountsService, Principal, RateSlot};
 
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -31,7 +33,22 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// Whether reading a body failed because it did not arrive within the body timeout.
+pub fn body_timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        current = error.source();
+    }
+    false
+}
+
 fn json_error(rejection: JsonRejection) -> Error {
+    if body_timed_out(&rejection) {
+        return Error::BodyTimeout;
+    }
     // The innermost message, e.g. "content: invalid type: integer `5`, expected a string".
     let detail = rejection
         .source()
@@ -89,30 +106,63 @@ impl FromRequestParts<AppState> for Principal {
             .get::<RateSlot>()
             .cloned()
             .unwrap_or_default();
+        let addressed = addressed_workspace(parts.uri.query())?;
         if let Some(key) = parts.headers.get(API_KEY_HEADER) {
             let identity = state.accounts.authenticate_key(key.to_str().ok()).await?;
-            return Ok(Principal {
-                source: AccountsService::rest_source(&identity),
-                identity,
-                rate,
-            });
+            let mut who = Principal::new(identity, rate, Source::Api);
+            who.source = AccountsService::rest_source(&who.identity);
+            who.addressed = addressed;
+            return Ok(who);
         }
         if let Some(token) = session_cookie(&parts.headers) {
             let identity = state.accounts.authenticate_session(&token).await?;
             if !parts.method.is_safe() {
                 state.web.check_origin(&parts.headers)?;
             }
-            return Ok(Principal {
-                source: AccountsService::rest_source(&identity),
-                identity,
-                rate,
-            });
+            let mut who = Principal::new(identity, rate, Source::Api);
+            who.source = AccountsService::rest_source(&who.identity);
+            who.addressed = addressed;
+            return Ok(who);
         }
         Err(Error::Unauthorized(
             "missing API key: send it in the X-API-Key header (or sign in for a session)"
                 .to_string(),
         ))
     }
+}
+
+/// The `workspaceId` of a query string: at most once, and a UUID (else 400 naming it).
+pub fn addressed_workspace(query: Option<&str>) -> Result<Option<uuid::Uuid>, Error> {
+    let mut found: Option<uuid::Uuid> = None;
+    for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        if name != "workspaceId" {
+            continue;
+        }
+        let value = value.trim();
+        if value.is_empty() {
+            continue;
+        }
+        let id = uuid::Uuid::parse_str(value).map_err(|_| {
+            Error::validation("workspaceId", format!("'{}' is not a UUID", short(value)))
+        })?;
+        if found.is_some_and(|earlier| earlier != id) {
+            return Err(Error::validation(
+                "workspaceId",
+                "named twice in the query string with different values",
+            ));
+        }
+        found = Some(id);
+    }
+    Ok(found)
+}
+
+/// A user-supplied value cut short for an error message.
+fn short(value: &str) -> String {
+    let mut out: String = value.chars().filter(|c| !c.is_control()).take(64).collect();
+    if value.chars().count() > 64 {
+        out.push('…');
+    }
+    out
 }
 
 /// The session token from the `Cookie` header(s), if any.
@@ -138,7 +188,9 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
             .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                if body_timed_out(&rejection) {
+                    Error::BodyTimeout
+                } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     Error::PayloadTooLarge
                 } else {
                     Error::BadRequest(format!(
@@ -156,19 +208,68 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
     }
 }
 
-/// The client's address (the TCP peer; behind a reverse proxy, the proxy's).
-pub struct ClientAddr(pub std::net::IpAddr);
+/// Where the client's address comes from: the TCP peer, or (behind a reverse proxy) the one
+/// header the operator named; no other header is believed.
+#[derive(Debug, Clone, Default)]
+pub struct AddressSource {
+    pub trusted_header: Option<HeaderName>,
+}
 
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+impl AddressSource {
+    pub fn new(header: Option<&str>) -> anyhow::Result<Self> {
+        let trusted_header = match header.map(str::trim).filter(|h| !h.is_empty()) {
+            None => None,
+            Some(name) => Some(
+                HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
+                    anyhow::anyhow!("http.trusted_proxy_header '{name}' is not a header name")
+                })?,
+            ),
+        };
+        Ok(AddressSource { trusted_header })
+    }
+
+    /// The client's address: with a trusted header, its last entry (the one the proxy
+    /// appended: entries before it are the client's own say); without one, or when the
+    /// header is missing or unreadable, the TCP peer.
+    pub fn client(&self, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
+        let Some(name) = &self.trusted_header else {
+            return peer;
+        };
+        headers
+            .get_all(name)
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|last| parse_forwarded_ip(last.trim()))
+            .unwrap_or(peer)
+    }
+}
+
+/// `1.2.3.4`, `1.2.3.4:5678`, `2001:db8::1` or `[2001:db8::1]:5678`.
+fn parse_forwarded_ip(raw: &str) -> Option<IpAddr> {
+    if let Ok(ip) = raw.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(socket) = raw.parse::<std::net::SocketAddr>() {
+        return Some(socket.ip());
+    }
+    None
+}
+
+/// The client's address, per [`AddressSource`].
+pub struct ClientAddr(pub IpAddr);
+
+impl FromRequestParts<AppState> for ClientAddr {
     type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Error> {
-        let addr = parts
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
+        let peer = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|info| info.0.ip())
-            .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
-        Ok(ClientAddr(addr))
+            .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        Ok(ClientAddr(state.client_addr.client(&parts.headers, peer)))
     }
 }
 

@@ -10,6 +10,7 @@ pub mod health;
 pub mod memories;
 pub mod oauth;
 pub mod openapi;
+pub mod serve;
 pub mod vault;
 pub mod web;
 
@@ -22,6 +23,7 @@ use axum::{middleware, Router};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa_swagger_ui::SwaggerUi;
@@ -42,6 +44,73 @@ pub struct AppState {
     pub web: web::WebConfig,
     pub billing: Arc<crate::services::billing::BillingService>,
     pub oauth: crate::services::oauth::OAuthService,
+    /// Upload bodies read at once (`http.max_uploads`).
+    pub uploads: Arc<tokio::sync::Semaphore>,
+    /// Where the client's address comes from (`http.trusted_proxy_header`).
+    pub client_addr: extract::AddressSource,
+}
+
+/// Body limits and the body timeout.
+#[derive(Debug, Clone)]
+pub struct BodyLimits {
+    pub max_body_bytes: usize,
+    pub max_upload_bytes: usize,
+    pub body_timeout: std::time::Duration,
+}
+
+/// A client's `X-Request-Id` is kept only when short and plain (letters, digits, `-_.:`, at
+/// most 64): anything else is dropped, and the server makes its own.
+fn drop_unfit_request_id<B>(mut request: Request<B>) -> Request<B> {
+    let fit = |value: &axum::http::HeaderValue| {
+        let bytes = value.as_bytes();
+        !bytes.is_empty()
+            && bytes.len() <= 64
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+    };
+    let values: Vec<_> = request.headers().get_all(&REQUEST_ID).iter().collect();
+    if values.len() != 1 || !fit(values[0]) {
+        request.headers_mut().remove(&REQUEST_ID);
+    }
+    request
+}
+
+/// No HTML page of this server may be framed by another site (clickjacking of the consent,
+/// sign-in and billing pages): `frame-ancestors 'none'` unless the page set its own policy.
+async fn no_framing<B>(mut response: axum::http::Response<B>) -> axum::http::Response<B> {
+    use axum::http::{header, HeaderValue};
+    let html = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if html {
+        let headers = response.headers_mut();
+        if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static("frame-ancestors 'none'"),
+            );
+        }
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
+    response
+}
+
+/// A path as it may be logged: invitation tokens (a secret that grants membership) are
+/// replaced by `{token}`, and control characters dropped.
+pub fn loggable_path(path: &str) -> String {
+    let mut segments: Vec<&str> = path.split('/').collect();
+    // "", "api", "invitations", TOKEN, "accept"  /  "", "app", "invitations", TOKEN
+    let secret = matches!(
+        segments.as_slice(),
+        ["", "api", "invitations", _, ..] | ["", "app", "invitations", _, ..]
+    );
+    if secret {
+        segments[3] = "{token}";
+    }
+    crate::telemetry::loggable(&segments.join("/"))
 }
 
 /// The API routes, without layers.
@@ -178,15 +247,10 @@ fn routes(max_upload_bytes: usize) -> Router<AppState> {
 /// layers every request passes through, outermost first: request id, tracing span, request id
 /// echoed on the response, the error envelope and rate-limit headers, panic catching, the body
 /// limit.
-pub fn app(
-    state: AppState,
-    max_body_bytes: usize,
-    max_upload_bytes: usize,
-    extra: Router<AppState>,
-) -> Router {
+pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Router {
     let docs = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document());
     Router::new()
-        .merge(routes(max_upload_bytes))
+        .merge(routes(limits.max_upload_bytes))
         .merge(extra)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -194,6 +258,7 @@ pub fn app(
         .merge(docs)
         .layer(
             ServiceBuilder::new()
+                .map_request(drop_unfit_request_id)
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(
                     TraceLayer::new_for_http()
@@ -206,7 +271,7 @@ pub fn app(
                             tracing::info_span!(
                                 "request",
                                 method = %request.method(),
-                                path = %request.uri().path(),
+                                path = %loggable_path(request.uri().path()),
                                 request_id,
                             )
                         })
@@ -218,7 +283,9 @@ pub fn app(
                 )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(middleware::from_fn(error::envelope))
+                .layer(middleware::map_response(no_framing))
                 .layer(CatchPanicLayer::custom(error::PanicResponse))
-                .layer(DefaultBodyLimit::max(max_body_bytes)),
+                .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
+                .layer(DefaultBodyLimit::max(limits.max_body_bytes)),
         )
 }

@@ -53,7 +53,14 @@ pub async fn server_metadata(State(state): State<AppState>, headers: HeaderMap) 
 }
 
 /// `POST /oauth/register`.
-pub async fn register(State(state): State<AppState>, body: Bytes) -> Response {
+pub async fn register(
+    State(state): State<AppState>,
+    ClientAddr(from): ClientAddr,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = state.oauth.admit_registration(from) {
+        return refused.into_response();
+    }
     match state.oauth.register(&body).await {
         Ok(client) => no_store((StatusCode::CREATED, Json(client)).into_response()),
         Err(error) => oauth_error(error),
@@ -240,11 +247,8 @@ fn failure(failure: AuthorizeFailure) -> Response {
 async fn signed_in(state: &AppState, headers: &HeaderMap, rate: RateSlot) -> Option<Principal> {
     let token = session_cookie(headers)?;
     let identity = state.accounts.authenticate_session(&token).await.ok()?;
-    Some(Principal {
-        source: AccountsService::rest_source(&identity),
-        identity,
-        rate,
-    })
+    let source = AccountsService::rest_source(&identity);
+    Some(Principal::new(identity, rate, source))
 }
 
 /// `GET /oauth/authorize`: sign-in, then the consent page.
@@ -277,7 +281,6 @@ pub async fn authorize_page(
 pub async fn sign_in(
     State(state): State<AppState>,
     ClientAddr(from): ClientAddr,
-    rate: RateSlot,
     headers: HeaderMap,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response {
@@ -298,7 +301,7 @@ pub async fn sign_in(
         email: field("email"),
         password: field("password"),
     };
-    match state.accounts.sign_in(from, &rate, input).await {
+    match state.accounts.sign_in(from, input).await {
         Ok(signed) => {
             let cookie = state.web.session_cookie(&signed.token);
             let mut response = Redirect::to(&authorize_path(&params)).into_response();

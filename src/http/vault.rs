@@ -1,7 +1,7 @@
 //! Context Vault handlers: extract, call [`VaultService`](crate::services::vault::VaultService),
 //! answer.
 
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{FromRequest, Multipart, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -13,9 +13,9 @@ use crate::error::Error;
 use crate::services::memories::Success;
 use crate::services::vault::{
     BrowseParams, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
-    DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentList, DocumentMemories, UploadInput,
-    VaultCreated, VaultFeedbackInput, VaultList, VaultMemoryList, VaultParams, VaultSearchParams,
-    VaultSearchResults,
+    DocumentAccepted, DocumentAt, DocumentDeleted, DocumentDetail, DocumentList, DocumentMemories,
+    UploadInput, VaultCreated, VaultFeedbackInput, VaultList, VaultMemoryList, VaultParams,
+    VaultSearchParams, VaultSearchResults,
 };
 use crate::services::Principal;
 
@@ -78,8 +78,28 @@ pub async fn create_vault(
 pub async fn upload(
     State(state): State<AppState>,
     who: Principal,
-    mut form: Multipart,
+    request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<DocumentAccepted>), Error> {
+    // Before a byte of the body is read: an upload slot, then who may write where, and the
+    // rate limit, so that no one makes the server buffer 25 MB it would refuse.
+    let _slot = state
+        .uploads
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| Error::Busy {
+            message: "too many uploads in progress (setting http.max_uploads); retry shortly"
+                .to_string(),
+            retry_after: 2,
+        })?;
+    let ticket = state.vault.begin_upload(&who).await?;
+    let mut form = Multipart::from_request(request, &state)
+        .await
+        .map_err(|rejection| {
+            Error::BadRequest(format!(
+                "expected a multipart form: {}",
+                rejection.body_text()
+            ))
+        })?;
     let mut input = UploadInput::default();
     while let Some(field) = form.next_field().await.map_err(multipart_error)? {
         let name = field.name().unwrap_or_default().to_string();
@@ -104,12 +124,14 @@ pub async fn upload(
     }
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.vault.upload(&who, input).await?),
+        Json(state.vault.upload(&who, ticket, input).await?),
     ))
 }
 
 fn multipart_error(error: axum::extract::multipart::MultipartError) -> Error {
-    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+    if super::extract::body_timed_out(&error) {
+        Error::BodyTimeout
+    } else if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
         Error::PayloadTooLarge
     } else {
         Error::BadRequest(format!(
@@ -158,7 +180,7 @@ pub async fn list_documents(
 }
 
 /// A document: status, phase, progress, attempts, error, and its status history.
-#[utoipa::path(get, path = "/api/context-vault/documents/{id}", tag = "context vault", params(VaultParams),
+#[utoipa::path(get, path = "/api/context-vault/documents/{id}", tag = "context vault", params(DocumentAt),
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "the document", body = DocumentDetail),
@@ -171,16 +193,14 @@ pub async fn get_document(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<String>,
-    ApiQuery(params): ApiQuery<VaultParams>,
+    ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDetail>, Error> {
-    Ok(Json(
-        state.vault.document(&who, &id, params.workspace_id).await?,
-    ))
+    Ok(Json(state.vault.document(&who, &id, params).await?))
 }
 
 /// Deletes a document, its chunks and citations. Memories cited only by it are deleted; those
 /// also cited by another document are kept.
-#[utoipa::path(delete, path = "/api/context-vault/documents/{id}", tag = "context vault", params(VaultParams),
+#[utoipa::path(delete, path = "/api/context-vault/documents/{id}", tag = "context vault", params(DocumentAt),
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "deleted", body = DocumentDeleted),
@@ -193,14 +213,9 @@ pub async fn delete_document(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<String>,
-    ApiQuery(params): ApiQuery<VaultParams>,
+    ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDeleted>, Error> {
-    Ok(Json(
-        state
-            .vault
-            .delete_document(&who, &id, params.workspace_id)
-            .await?,
-    ))
+    Ok(Json(state.vault.delete_document(&who, &id, params).await?))
 }
 
 /// The memories extracted from a document, with their evidence.
@@ -225,7 +240,7 @@ pub async fn document_memories(
 }
 
 /// Stops a pending, processing or retrying document: status `cancelled`.
-#[utoipa::path(post, path = "/api/context-vault/documents/{id}/cancel", tag = "context vault", params(VaultParams),
+#[utoipa::path(post, path = "/api/context-vault/documents/{id}/cancel", tag = "context vault", params(DocumentAt),
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "cancelled", body = DocumentDetail),
@@ -239,15 +254,13 @@ pub async fn cancel_document(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<String>,
-    ApiQuery(params): ApiQuery<VaultParams>,
+    ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDetail>, Error> {
-    Ok(Json(
-        state.vault.cancel(&who, &id, params.workspace_id).await?,
-    ))
+    Ok(Json(state.vault.cancel(&who, &id, params).await?))
 }
 
 /// Runs a failed or cancelled document again, from its last finished phase.
-#[utoipa::path(post, path = "/api/context-vault/documents/{id}/retry", tag = "context vault", params(VaultParams),
+#[utoipa::path(post, path = "/api/context-vault/documents/{id}/retry", tag = "context vault", params(DocumentAt),
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "queued again", body = DocumentDetail),
@@ -261,11 +274,9 @@ pub async fn retry_document(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<String>,
-    ApiQuery(params): ApiQuery<VaultParams>,
+    ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDetail>, Error> {
-    Ok(Json(
-        state.vault.retry(&who, &id, params.workspace_id).await?,
-    ))
+    Ok(Json(state.vault.retry(&who, &id, params).await?))
 }
 
 /// Ranked passages (`documents`), ranked memories with evidence (`memories`), or both in two

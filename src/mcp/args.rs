@@ -9,7 +9,9 @@ use crate::services::memories::{
     CreateMemory, FeedbackInput, ForgetInput, ListParams, ProfileParams, ScopeParams, SearchParams,
     UpdateMemory,
 };
-use crate::services::vault::{CreateCompanyFact, CreateDocument, VaultParams, VaultSearchParams};
+use crate::services::vault::{
+    CreateCompanyFact, CreateDocument, DocumentAt, VaultParams, VaultSearchParams,
+};
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -369,6 +371,8 @@ impl From<IngestArgs> for CreateDocument {
 pub struct DocumentsArgs {
     /// A named vault's id; leave out for the default vault.
     pub vault_id: Option<String>,
+    /// The scope whose documents to list; leave out for unscoped documents.
+    pub scope: Option<String>,
     /// Page size, 1 to 100 (default 20).
     pub limit: Option<u32>,
     /// How many to skip.
@@ -379,6 +383,7 @@ impl From<DocumentsArgs> for VaultParams {
     fn from(a: DocumentsArgs) -> Self {
         VaultParams {
             vault_id: a.vault_id,
+            scope: a.scope,
             limit: a.limit.map(|n| n.to_string()),
             offset: a.offset.map(|n| n.to_string()),
             ..VaultParams::default()
@@ -392,4 +397,15 @@ impl From<DocumentsArgs> for VaultParams {
 pub struct DocumentRefArgs {
     /// The document's id, as ingest or the document list return it.
     pub document_id: String,
+    /// The document's scope, when it has one (a document of another scope is not found).
+    pub scope: Option<String>,
+}
+
+impl DocumentRefArgs {
+    pub fn at(&self) -> DocumentAt {
+        DocumentAt {
+            scope: self.scope.clone(),
+            ..DocumentAt::default()
+        }
+    }
 }

@@ -120,11 +120,9 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
                 .get::<RateSlot>()
                 .cloned()
                 .unwrap_or_default();
-            request.extensions_mut().insert(Principal {
-                identity,
-                rate,
-                source: Source::Mcp,
-            });
+            request
+                .extensions_mut()
+                .insert(Principal::new(identity, rate, Source::Mcp));
             next.run(request).await
         }
         Err(error) => {
@@ -548,7 +546,9 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::VaultRead)?;
-            self.vault.document(&who, &args.document_id, None).await
+            self.vault
+                .document(&who, &args.document_id, args.at())
+                .await
         }
         .await;
         Ok(answer(result, |d| {

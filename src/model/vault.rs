@@ -126,6 +126,8 @@ pub struct Evidence {
     pub title: String,
     pub section_path: String,
     pub chunk_index: i64,
+    /// The citing document's scope: a memory shows only citations from its own lane.
+    pub scope: String,
 }
 
 /// A vault memory (extracted or curated).

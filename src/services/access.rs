@@ -22,14 +22,26 @@ impl Gate {
         Gate { store }
     }
 
-    /// The caller acting in the requested workspace (a key: its own; a signed-in user: the one
-    /// named, else their first), when their role there allows `need`.
+    /// The caller acting in the requested workspace, when their role there allows `need`.
+    /// `requested` is what the body, form or path names; the query string's `workspaceId`
+    /// (`who.addressed`) must agree with it (else 400). A key or connector acts in its own
+    /// workspace (naming another is 403); a signed-in user in the one named, or, naming none,
+    /// in their only workspace (a member of several must name one: 400). Never a fallback.
     pub async fn enter(
         &self,
         who: &Principal,
         requested: Option<Uuid>,
         need: Need,
     ) -> Result<Caller> {
+        let requested = match (who.addressed, requested) {
+            (Some(query), Some(named)) if query != named => {
+                return Err(Error::validation(
+                    "workspaceId",
+                    "the query string and the request name different workspaces",
+                ))
+            }
+            (query, named) => named.or(query),
+        };
         let (workspace_id, role, user_id) = match &who.identity {
             Identity::Key {
                 key_id,
@@ -65,18 +77,7 @@ impl Gate {
             Identity::User { user_id, .. } => {
                 let workspace_id = match requested {
                     Some(id) => id,
-                    None => self
-                        .store
-                        .memberships(*user_id)
-                        .await?
-                        .first()
-                        .map(|m| m.workspace_id)
-                        .ok_or_else(|| {
-                            Error::validation(
-                                "workspaceId",
-                                "required: you are not a member of any workspace yet",
-                            )
-                        })?,
+                    None => self.only_workspace(*user_id).await?,
                 };
                 // The same answer for a workspace that does not exist and one that is not
                 // theirs: ids cannot be probed.
@@ -98,6 +99,46 @@ impl Gate {
             rate: who.rate.clone(),
             source: who.source,
         })
+    }
+}
+
+impl Gate {
+    /// The one workspace of a user who named none.
+    async fn only_workspace(&self, user_id: Uuid) -> Result<Uuid> {
+        let memberships = self.store.memberships(user_id).await?;
+        match memberships.as_slice() {
+            [only] => Ok(only.workspace_id),
+            [] => Err(Error::validation(
+                "workspaceId",
+                "required: you are not a member of any workspace yet",
+            )),
+            many => Err(Error::validation(
+                "workspaceId",
+                format!(
+                    "required: you belong to {} workspaces; name one in the query, body or form",
+                    many.len()
+                ),
+            )),
+        }
+    }
+
+    /// Before a large body is read (an upload): refuses a caller whose role allows `need` in
+    /// no workspace they could name, and returns the admitted caller when the workspace is
+    /// already known without the body (a key, a connector, the query string, a user's only
+    /// workspace). `None`: a user of several workspaces who will name one in the body.
+    pub async fn preflight(&self, who: &Principal, need: Need) -> Result<Option<Caller>> {
+        if let Identity::User { user_id, .. } = &who.identity {
+            if who.addressed.is_none() {
+                let memberships = self.store.memberships(*user_id).await?;
+                if memberships.len() > 1 {
+                    return match memberships.iter().find(|m| m.role.allows(need)) {
+                        Some(_) => Ok(None),
+                        None => Err(forbidden_role(memberships[0].role, need)),
+                    };
+                }
+            }
+        }
+        self.enter(who, None, need).await.map(Some)
     }
 }
 

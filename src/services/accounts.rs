@@ -7,13 +7,12 @@
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use chrono::{DateTime, Duration, Utc};
-use memvault_actors::rate_limit::Window;
 use memvault_actors::{EndpointClass, Workspaces};
 use rand::distr::{Alphanumeric, SampleString};
 use rand::RngCore;
@@ -22,9 +21,10 @@ use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::abuse::Doors;
 use super::access::{forbidden_role, not_a_member};
 use super::memories::Success;
-use super::{admit, Caller, Gate, Identity, Principal, RateSlot};
+use super::{admit, Caller, Gate, Identity, Principal};
 use crate::error::{Error, Result, StorageError};
 use crate::model::accounts::{
     InvitationRecord, MemberRecord, Membership, Need, Role, SessionRecord, User,
@@ -54,8 +54,8 @@ const MAX_IMAGE_CHARS: usize = 2_000;
 pub struct AccountsConfig {
     pub session_ttl: Duration,
     pub invitation_ttl: Duration,
-    pub sign_in_per_minute: u32,
     pub password_memory_kib: u32,
+    pub abuse: crate::config::AbuseLimits,
 }
 
 impl Default for AccountsConfig {
@@ -63,8 +63,8 @@ impl Default for AccountsConfig {
         AccountsConfig {
             session_ttl: Duration::days(30),
             invitation_ttl: Duration::days(7),
-            sign_in_per_minute: 10,
             password_memory_kib: 19 * 1024,
+            abuse: crate::config::AbuseLimits::default(),
         }
     }
 }
@@ -518,8 +518,8 @@ pub struct AccountsService {
     config: AccountsConfig,
     /// Key hash -> key, so that most requests skip the database lookup.
     keys: moka::sync::Cache<String, Arc<CachedKey>>,
-    /// Sign-in attempts per client address, in fixed one-minute windows.
-    sign_ins: moka::sync::Cache<IpAddr, Arc<Mutex<Window>>>,
+    /// The limits of the open doors and the password-hashing slots.
+    doors: Arc<Doors>,
     /// A password hash to verify against when the email is unknown, so that an unknown email
     /// and a wrong password take the same time.
     decoy_hash: Arc<tokio::sync::OnceCell<String>>,
@@ -536,17 +536,13 @@ impl AccountsService {
             .max_capacity(10_000)
             .time_to_live(StdDuration::from_secs(KEY_CACHE_SECS))
             .build();
-        let sign_ins = moka::sync::Cache::builder()
-            .max_capacity(100_000)
-            .time_to_idle(StdDuration::from_secs(120))
-            .build();
         AccountsService {
+            doors: Arc::new(Doors::new(&config.abuse)),
             gate: Gate::new(store.clone()),
             store,
             workspaces,
             config,
             keys,
-            sign_ins,
             decoy_hash: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
@@ -700,9 +696,29 @@ impl AccountsService {
         })
     }
 
+    /// The limits of the open doors (the OAuth service shares them).
+    pub fn doors(&self) -> Arc<Doors> {
+        self.doors.clone()
+    }
+
+    /// A password hash, in one of the bounded hashing slots.
+    async fn hash_password(&self, password: String) -> Result<String> {
+        let _slot = self.doors.hashing_slot().await?;
+        hash_password(password, self.config.password_memory_kib).await
+    }
+
+    /// A password check, in one of the bounded hashing slots.
+    async fn verify_password(&self, password: String, hash: String) -> Result<bool> {
+        let _slot = self.doors.hashing_slot().await?;
+        verify_password(password, hash).await
+    }
+
     /// `POST /api/auth/sign-up`: a user, their first workspace (they own it) and a session.
-    pub async fn sign_up(&self, input: SignUp) -> Result<SignedIn> {
+    /// Limited per client address and per email.
+    pub async fn sign_up(&self, from: IpAddr, input: SignUp) -> Result<SignedIn> {
+        self.doors.sign_up_by_address.check(from)?;
         let email = email(input.email.as_deref())?;
+        self.doors.sign_up_by_email.check(email.clone())?;
         let password = input.password.unwrap_or_default();
         let length = password.chars().count();
         if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&length) {
@@ -716,7 +732,7 @@ impl AccountsService {
             None => email.split('@').next().unwrap_or("user").to_string(),
         };
         let image = text("image", input.image.as_deref(), MAX_IMAGE_CHARS)?;
-        let hash = hash_password(password, self.config.password_memory_kib).await?;
+        let hash = self.hash_password(password).await?;
         let user = User {
             id: Uuid::now_v7(),
             email,
@@ -741,10 +757,11 @@ impl AccountsService {
     }
 
     /// `POST /api/auth/sign-in`. An unknown email and a wrong password get the same answer,
-    /// in the same time. Limited per client address.
-    pub async fn sign_in(&self, from: IpAddr, rate: &RateSlot, input: SignIn) -> Result<SignedIn> {
-        self.admit_sign_in(from, rate)?;
+    /// in the same time. Limited per client address and per account (email).
+    pub async fn sign_in(&self, from: IpAddr, input: SignIn) -> Result<SignedIn> {
+        self.doors.sign_in_by_address.check(from)?;
         let email = email(input.email.as_deref())?;
+        self.doors.sign_in_by_email.check(email.clone())?;
         let password = input
             .password
             .filter(|p| !p.is_empty())
@@ -760,7 +777,7 @@ impl AccountsService {
             Some((_, hash)) => hash.clone(),
             None => self.decoy().await?,
         };
-        let matches = verify_password(password, hash).await?;
+        let matches = self.verify_password(password, hash).await?;
         match found {
             Some((user, _)) if matches => self.open_session(user).await,
             _ => Err(Error::Unauthorized("invalid email or password".to_string())),
@@ -768,30 +785,10 @@ impl AccountsService {
     }
 
     async fn decoy(&self) -> Result<String> {
-        let memory = self.config.password_memory_kib;
         self.decoy_hash
-            .get_or_try_init(|| hash_password(generate_token(), memory))
+            .get_or_try_init(|| self.hash_password(generate_token()))
             .await
             .cloned()
-    }
-
-    fn admit_sign_in(&self, from: IpAddr, rate: &RateSlot) -> Result<()> {
-        let limit = self.config.sign_in_per_minute.max(1);
-        let window = self
-            .sign_ins
-            .get_with(from, || Arc::new(Mutex::new(Window::default())));
-        let now_secs = Utc::now().timestamp();
-        let mut window = window
-            .lock()
-            .map_err(|_| Error::Internal("sign-in limiter poisoned".to_string()))?;
-        if !window.has_room(now_secs, limit) {
-            let status = window.status(now_secs, limit);
-            rate.set(status);
-            return Err(Error::RateLimited { rate: status });
-        }
-        window.take(now_secs);
-        rate.set(window.status(now_secs, limit));
-        Ok(())
     }
 
     /// `POST /api/auth/sign-out`: ends the session.
@@ -942,6 +939,7 @@ impl AccountsService {
         let (user_id, _) = Self::signed_in_user(who, "creating a workspace")?;
         let name = text("name", input.name.as_deref(), MAX_NAME_CHARS)?
             .ok_or_else(|| Error::validation("name", "is required"))?;
+        self.doors.workspaces_by_user.check(user_id)?;
         let slug = match input.slug.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(raw) => {
@@ -1198,6 +1196,7 @@ impl AccountsService {
             None => Role::Member,
             Some(raw) => role_value("role", raw, &[Role::Admin, Role::Member, Role::Viewer])?,
         };
+        self.doors.invitations_by_workspace.check(workspace_id)?;
         let members = self.store.members(workspace_id).await?;
         if members.iter().any(|m| m.email == email) {
             return Err(Error::Conflict(format!(

@@ -22,7 +22,7 @@ use crate::billing::{
 use crate::error::{Error, Result};
 use crate::model::accounts::{Need, SubscriptionRecord, SubscriptionStatus};
 use crate::model::{now, to_micros, Plan};
-use crate::storage::accounts::SubscriptionUpdate;
+use crate::storage::accounts::{SubscriptionUpdate, WebhookOutcome};
 use crate::storage::Store;
 
 /// The plan a checkout buys when the body names none.
@@ -142,6 +142,9 @@ pub struct WebhookHeaders {
 struct Event {
     #[serde(rename = "type")]
     kind: String,
+    /// When the event happened (the provider's clock); else the signed delivery timestamp.
+    #[serde(default)]
+    timestamp: Option<DateTime<Utc>>,
     #[serde(default)]
     data: EventData,
 }
@@ -595,16 +598,32 @@ impl BillingService {
             .map_err(|e| Error::BadRequest(format!("invalid webhook body: {e}")))?;
         let update = self.update_for(&event).await?;
         let at = to_micros(now());
-        let fresh = self
+        let sent = headers
+            .timestamp
+            .as_deref()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .and_then(|secs| DateTime::<Utc>::from_timestamp(secs, 0));
+        let event_micros = event.timestamp.or(sent).map(to_micros).unwrap_or(at);
+        let outcome = self
             .store
-            .apply_webhook(&webhook_id, &event.kind, update.as_ref(), at)
+            .apply_webhook(&webhook_id, &event.kind, update.as_ref(), event_micros, at)
             .await?;
-        if !fresh {
-            tracing::info!(%webhook_id, kind = %event.kind, "webhook replayed: ignored");
-            return Ok(WebhookAnswer {
-                received: true,
-                duplicate: true,
-            });
+        match outcome {
+            WebhookOutcome::Duplicate => {
+                tracing::info!(%webhook_id, kind = %crate::telemetry::loggable(&event.kind), "webhook replayed: ignored");
+                return Ok(WebhookAnswer {
+                    received: true,
+                    duplicate: true,
+                });
+            }
+            WebhookOutcome::Stale => {
+                tracing::info!(%webhook_id, kind = %crate::telemetry::loggable(&event.kind), "webhook older than the last one applied: recorded, not applied");
+                return Ok(WebhookAnswer {
+                    received: true,
+                    duplicate: false,
+                });
+            }
+            WebhookOutcome::Applied => {}
         }
         match &update {
             Some(update) => {

@@ -1,6 +1,7 @@
 //! Services: one per domain, the only place where rules live. The HTTP handlers (and, later,
 //! the MCP tools) are thin adapters over these.
 
+pub mod abuse;
 pub mod access;
 pub mod accounts;
 pub mod billing;
@@ -70,9 +71,21 @@ pub struct Principal {
     /// Recorded on memories this caller saves (`api` for keys over REST, `web` for the
     /// dashboard's cookie, `mcp` for MCP tools).
     pub source: Source,
+    /// The workspace the request's query string names (`workspaceId`), if any. A body or form
+    /// that names one too must agree ([`Gate::enter`]).
+    pub addressed: Option<Uuid>,
 }
 
 impl Principal {
+    pub fn new(identity: Identity, rate: RateSlot, source: Source) -> Self {
+        Principal {
+            identity,
+            rate,
+            source,
+            addressed: None,
+        }
+    }
+
     pub fn user_id(&self) -> Option<Uuid> {
         match &self.identity {
             Identity::User { user_id, .. } | Identity::Token { user_id, .. } => Some(*user_id),
@@ -106,8 +119,9 @@ impl Caller {
     /// A request may name its workspace more than once (query and body); never two.
     pub fn check_workspace(&self, requested: Option<Uuid>) -> Result<()> {
         match requested {
-            Some(id) if id != self.workspace_id => Err(Error::Forbidden(
-                "workspaceId names another workspace than this request's".to_string(),
+            Some(id) if id != self.workspace_id => Err(Error::validation(
+                "workspaceId",
+                "the query string and the body name different workspaces",
             )),
             _ => Ok(()),
         }

@@ -258,14 +258,30 @@ fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     }
 }
 
+/// The token family of the tokens an authorization code buys: derived from the code's hash,
+/// so that a replay of the code finds them without storing the link.
+fn code_family(code_hash: &str) -> Uuid {
+    let digest = Sha256::digest(format!("memvault token family {code_hash}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
 #[derive(Clone)]
 pub struct OAuthService {
     store: Arc<dyn Store>,
+    /// Shared with the accounts service: registrations per address.
+    doors: Arc<crate::services::abuse::Doors>,
 }
 
 impl OAuthService {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        OAuthService { store }
+    pub fn new(store: Arc<dyn Store>, doors: Arc<crate::services::abuse::Doors>) -> Self {
+        OAuthService { store, doors }
+    }
+
+    /// Dynamic client registration is open to anyone: limited per client address.
+    pub fn admit_registration(&self, from: std::net::IpAddr) -> Result<()> {
+        self.doors.registrations_by_address.check(from)
     }
 
     /// The protected resource's URL: what tokens are for.
@@ -384,7 +400,7 @@ impl OAuthService {
             created_at: now(),
         };
         self.store.insert_oauth_client(&client).await?;
-        tracing::info!(client_id = %client.id, name = %client.name, "oauth client registered");
+        tracing::info!(client_id = %client.id, name = %crate::telemetry::loggable(&client.name), "oauth client registered");
         Ok(ClientRegistered {
             client_id: client.id,
             client_id_issued_at: client.created_at.timestamp(),
@@ -631,13 +647,17 @@ impl OAuthService {
                 let code = required(&form.code, "code")?;
                 let verifier = required(&form.code_verifier, "code_verifier")?;
                 let redirect_uri = required(&form.redirect_uri, "redirect_uri")?;
-                let grant = self
-                    .store
-                    .take_code(&hash_key(&code), to_micros(now()))
-                    .await?
-                    .ok_or_else(|| {
-                        OAuthError::grant("the code is unknown, expired or already used")
-                    })?;
+                let code_hash = hash_key(&code);
+                let family = code_family(&code_hash);
+                let Some(grant) = self.store.take_code(&code_hash, to_micros(now())).await? else {
+                    // A code presented twice was stolen or leaked: the tokens issued from it
+                    // are revoked (RFC 6749 4.1.2). An unknown code has no family to end.
+                    let revoked = self.store.revoke_family(family, to_micros(now())).await?;
+                    if revoked > 0 {
+                        tracing::warn!(%client_id, family_id = %family, "authorization code replayed: the tokens issued from it are revoked");
+                    }
+                    return Err(OAuthError::grant("the code is unknown, expired or already used"));
+                };
                 if grant.client_id != client_id {
                     return Err(OAuthError::grant("the code was issued to another client"));
                 }
@@ -664,7 +684,7 @@ impl OAuthService {
                     return Err(OAuthError::grant("the user is no longer a member of the workspace"));
                 }
                 let (access, refresh, tokens) = Self::pair(
-                    Uuid::now_v7(),
+                    family,
                     &client_id,
                     grant.user_id,
                     grant.workspace_id,

@@ -54,6 +54,17 @@ pub struct SubscriptionUpdate {
     pub plan: Option<Plan>,
 }
 
+/// What became of a webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookOutcome {
+    /// Applied (or acknowledged, when it changes nothing).
+    Applied,
+    /// Its id was seen before: ignored.
+    Duplicate,
+    /// Older than the last event applied to its subscription: recorded, not applied.
+    Stale,
+}
+
 #[async_trait]
 pub trait AccountStore: Send + Sync {
     // Users and sessions.
@@ -175,13 +186,14 @@ pub trait AccountStore: Send + Sync {
         update: &SubscriptionUpdate,
         now_micros: i64,
     ) -> StoreResult<bool>;
-    /// Records a webhook id and applies `update` in one transaction; `false` (nothing applied)
-    /// when the id was seen before.
+    /// Records a webhook id and applies `update` in one transaction, unless the id was seen
+    /// before or the subscription already applied an event newer than `event_micros`.
     async fn apply_webhook(
         &self,
         webhook_id: &str,
         kind: &str,
         update: Option<&SubscriptionUpdate>,
+        event_micros: i64,
         at_micros: i64,
-    ) -> StoreResult<bool>;
+    ) -> StoreResult<WebhookOutcome>;
 }

@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::accounts::{Acceptance, AccountStore, KeyLookup, MemberChange, SubscriptionUpdate};
+use super::accounts::{
+    Acceptance, AccountStore, KeyLookup, MemberChange, SubscriptionUpdate, WebhookOutcome,
+};
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use crate::error::StorageError;
@@ -893,8 +895,9 @@ macro_rules! accounts_sql {
                 webhook_id: &str,
                 kind: &str,
                 update: Option<&SubscriptionUpdate>,
+                event_micros: i64,
                 at_micros: i64,
-            ) -> StoreResult<bool> {
+            ) -> StoreResult<WebhookOutcome> {
                 let mut tx = self.writer.begin().await?;
                 let fresh = sqlx::query(
                     "INSERT INTO billing_webhooks (webhook_id, kind, received_at) VALUES ($1, $2, $3) \
@@ -906,13 +909,30 @@ macro_rules! accounts_sql {
                 .execute(&mut *tx)
                 .await?;
                 if fresh.rows_affected() != 1 {
-                    return Ok(false);
+                    return Ok(WebhookOutcome::Duplicate);
                 }
                 if let Some(update) = update {
+                    let last: Option<Option<i64>> = sqlx::query_scalar(
+                        "SELECT last_event_at FROM subscriptions WHERE workspace_id = $1",
+                    )
+                    .bind(update.record.workspace_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if last.flatten().is_some_and(|last| last > event_micros) {
+                        tx.commit().await?;
+                        return Ok(WebhookOutcome::Stale);
+                    }
                     Self::write_subscription(&mut tx, &update.record, update.plan).await?;
+                    sqlx::query(
+                        "UPDATE subscriptions SET last_event_at = $1 WHERE workspace_id = $2",
+                    )
+                    .bind(event_micros)
+                    .bind(update.record.workspace_id)
+                    .execute(&mut *tx)
+                    .await?;
                 }
                 tx.commit().await?;
-                Ok(true)
+                Ok(WebhookOutcome::Applied)
             }
         }
     };

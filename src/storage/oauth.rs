@@ -107,4 +107,6 @@ pub trait OAuthStore: Send + Sync {
     ) -> StoreResult<Rotation>;
     /// Revokes a token and, for a refresh token, its whole family; `false` when unknown.
     async fn revoke_token(&self, token_hash: &str, now_micros: i64) -> StoreResult<bool>;
+    /// Revokes every token of a family; how many were still live.
+    async fn revoke_family(&self, family_id: Uuid, now_micros: i64) -> StoreResult<u64>;
 }

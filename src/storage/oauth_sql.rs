@@ -315,6 +315,18 @@ macro_rules! oauth_sql {
                 tx.commit().await?;
                 Ok(true)
             }
+
+            async fn revoke_family(&self, family_id: Uuid, now_micros: i64) -> StoreResult<u64> {
+                Ok(sqlx::query(
+                    "UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 \
+                     AND revoked_at IS NULL",
+                )
+                .bind(now_micros)
+                .bind(family_id)
+                .execute(&self.writer)
+                .await?
+                .rows_affected())
+            }
         }
     };
 }

@@ -94,6 +94,7 @@ pub trait VaultStore: Send + Sync + 'static {
         &self,
         workspace_id: Uuid,
         vault_id: Uuid,
+        scope: &str,
         limit: i64,
         offset: i64,
     ) -> StoreResult<(Vec<Document>, i64)>;

@@ -359,6 +359,7 @@ struct EvidenceRow {
     title: String,
     section_path: String,
     chunk_index: i64,
+    scope: String,
 }
 
 /// The lane and project of a document (what its chunks and memories inherit).
@@ -644,6 +645,7 @@ macro_rules! vault_sql {
                 &self,
                 workspace_id: Uuid,
                 vault_id: Uuid,
+                scope: &str,
                 limit: i64,
                 offset: i64,
             ) -> StoreResult<(Vec<Document>, i64)> {
@@ -651,19 +653,22 @@ macro_rules! vault_sql {
                     "SELECT ",
                     document_columns!(),
                     " FROM vault_documents WHERE workspace_id = $1 AND vault_id = $2 \
-                     ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
+                     AND scope = $3 ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
                 ))
                 .bind(workspace_id)
                 .bind(vault_id)
+                .bind(scope)
                 .bind(limit)
                 .bind(offset)
                 .fetch_all(&self.pool)
                 .await?;
                 let total: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM vault_documents WHERE workspace_id = $1 AND vault_id = $2",
+                    "SELECT COUNT(*) FROM vault_documents WHERE workspace_id = $1 \
+                     AND vault_id = $2 AND scope = $3",
                 )
                 .bind(workspace_id)
                 .bind(vault_id)
+                .bind(scope)
                 .fetch_one(&self.pool)
                 .await?;
                 Ok((documents(rows)?, total))
@@ -1341,7 +1346,7 @@ macro_rules! vault_sql {
                 for batch in memory_ids.chunks(IN_BATCH) {
                     let mut qb = QueryBuilder::<$db>::new(
                         "SELECT e.memory_id, e.document_id, e.chunk_id, e.quote, e.confidence, \
-                         d.title, c.section_path, c.chunk_index FROM vault_evidence e \
+                         d.title, c.section_path, c.chunk_index, d.scope FROM vault_evidence e \
                          JOIN vault_chunks c ON c.id = e.chunk_id \
                          JOIN vault_documents d ON d.id = e.document_id WHERE e.memory_id IN (",
                     );
@@ -1362,6 +1367,7 @@ macro_rules! vault_sql {
                                 title: row.title,
                                 section_path: row.section_path,
                                 chunk_index: row.chunk_index,
+                                scope: row.scope,
                             },
                         )
                     }));

@@ -781,3 +781,38 @@ async fn webhooks_are_not_served_by_the_local_provider() {
     .await;
     assert_error(response, 404, "not configured").await;
 }
+
+#[tokio::test]
+async fn a_webhook_older_than_the_last_applied_cannot_roll_the_subscription_back() {
+    let (provider_url, _fake) = fake_provider().await;
+    let app = hosted_app(&provider_url).await;
+    let owner = app.sign_up("order@billing.example").await;
+    let ws = owner.workspace_id;
+    let mut cancelled = event("subscription.cancelled", Some(ws), "prod_pro");
+    cancelled["timestamp"] = Value::from("2026-11-25T10:00:00Z");
+    let mut active = event("subscription.active", Some(ws), "prod_pro");
+    active["timestamp"] = Value::from("2026-11-25T09:00:00Z");
+    let mut renewed = event("subscription.active", Some(ws), "prod_ultimate");
+    renewed["timestamp"] = Value::from("2026-11-25T11:00:00Z");
+    // The cancellation (10:00) is delivered first, then the older activation (09:00), retried
+    // late by the provider: it is acknowledged and changes nothing.
+    received(webhook(&app, "wh_c", &cancelled, None, SECRET).await).await;
+    let before = current(&app, &owner, ws).await;
+    assert_eq!(before["status"], "cancelled", "{before}");
+    let late = received(webhook(&app, "wh_a", &active, None, SECRET).await).await;
+    assert_eq!(late["duplicate"], false);
+    let after = current(&app, &owner, ws).await;
+    assert_eq!(
+        (after["status"].as_str(), after["plan"].as_str()),
+        (before["status"].as_str(), before["plan"].as_str()),
+        "{after}"
+    );
+    // A newer event applies.
+    received(webhook(&app, "wh_r", &renewed, None, SECRET).await).await;
+    let now = current(&app, &owner, ws).await;
+    assert_eq!(
+        (now["status"].as_str(), now["plan"].as_str()),
+        (Some("active"), Some("ultimate")),
+        "{now}"
+    );
+}

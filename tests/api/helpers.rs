@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
-use memvault::config::{LogFormat, Settings, Switch, WorkerSettings};
+use memvault::config::{AbuseLimits, LogFormat, Settings, Switch, WorkerSettings};
 use memvault::embedding::{EmbedError, Embedder, LocalEmbedder};
 use memvault::http::AppState;
 use memvault::model::Plan;
@@ -142,6 +142,19 @@ pub fn test_settings(db: &TestDb) -> Settings {
         fetch_allow_private: true,
         ingest_backoff_ms: 20,
         ingest_backoff_cap_ms: 200,
+        // Many tests sign up and sign in many users from 127.0.0.1; the abuse tests
+        // (tests/api/edges.rs) set the limits they prove.
+        abuse: AbuseLimits {
+            sign_up_per_address_per_hour: 10_000,
+            sign_up_per_email_per_hour: 10_000,
+            sign_in_per_address_per_minute: 10_000,
+            sign_in_per_email_per_hour: 10_000,
+            workspaces_per_user_per_day: 10_000,
+            oauth_registrations_per_address_per_hour: 10_000,
+            invitations_per_workspace_per_day: 10_000,
+            password_hash_wait_ms: 60_000,
+            ..AbuseLimits::default()
+        },
         worker: WorkerSettings {
             // The test binary is not memvault: workers are the memvault binary Cargo built.
             program: Some(PathBuf::from(env!("CARGO_BIN_EXE_memvault"))),

@@ -11,6 +11,7 @@ mod billing;
 mod cli;
 mod corpus;
 mod dashboard;
+mod edges;
 mod envelope;
 mod hostile;
 mod keys;

@@ -848,3 +848,42 @@ async fn refresh_tokens_rotate_reuse_revokes_and_revocation_is_immediate() {
         .unwrap();
     assert_eq!(mcp_status(&app, raw).await.0, 401);
 }
+
+#[tokio::test]
+async fn a_replayed_authorization_code_revokes_the_tokens_issued_from_it() {
+    let app = spawn_app().await;
+    let client = client_id(&app).await;
+    let ada = app.sign_up("replay@oauth.example").await;
+    let stolen = code(&app, &ada, &client, ada.workspace_id, ALL).await;
+    let (status, tokens) = exchange(&app, &client, &stolen).await;
+    assert_eq!(status, 200, "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap().to_string();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_string();
+    assert_eq!(mcp_status(&app, &access).await.0, 200);
+    // Someone presents the same code again (RFC 6749 4.1.2): refused, and what it bought dies.
+    let (status, answer) = exchange(&app, &client, &stolen).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "{answer}"
+    );
+    assert_eq!(mcp_status(&app, &access).await.0, 401);
+    let (status, answer) = token(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", &client),
+        ],
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    // Another connection of the same user is untouched.
+    let other = connect(&app, &ada, &client, ada.workspace_id, ALL).await;
+    assert_eq!(
+        mcp_status(&app, other["access_token"].as_str().unwrap())
+            .await
+            .0,
+        200
+    );
+}

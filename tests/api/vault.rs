@@ -60,10 +60,15 @@ async fn add_text(app: &TestApp, title: &str, content: &str, extra: Value) -> St
 
 /// Polls a document until its status is terminal; returns the detail (document + history).
 async fn settle(app: &TestApp, id: &str) -> Value {
+    settle_in(app, id, "").await
+}
+
+/// [`settle`] for a document of `scope` (another scope cannot see it).
+pub(crate) async fn settle_in(app: &TestApp, id: &str, scope: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let (status, json) = app
-            .get_json(&format!("/api/context-vault/documents/{id}"))
+            .get_json(&format!("/api/context-vault/documents/{id}?scope={scope}"))
             .await;
         assert_eq!(status, 200, "{json}");
         let state = json["document"]["status"].as_str().unwrap().to_string();
@@ -93,7 +98,11 @@ async fn wait_for_phase(app: &TestApp, id: &str, phase: &str) {
 }
 
 async fn completed(app: &TestApp, id: &str) -> Value {
-    let detail = settle(app, id).await;
+    completed_in(app, id, "").await
+}
+
+async fn completed_in(app: &TestApp, id: &str, scope: &str) -> Value {
+    let detail = settle_in(app, id, scope).await;
     assert_eq!(detail["document"]["status"], "completed", "{detail}");
     detail["document"].clone()
 }
@@ -948,21 +957,33 @@ async fn company_facts_are_curated_rated_and_found() {
 
     let path = format!("/api/context-vault/memories/{id}/feedback");
     let (status, ok) = json_of(
-        app.send_json(Method::POST, &path, &json!({"rating": "helpful"}))
-            .await,
+        app.send_json(
+            Method::POST,
+            &path,
+            &json!({"rating": "helpful", "scope": "support"}),
+        )
+        .await,
     )
     .await;
     assert_eq!((status, ok["success"].clone()), (200, json!(true)));
     assert_error(
-        app.send_json(Method::POST, &path, &json!({"rating": "meh"}))
-            .await,
+        app.send_json(
+            Method::POST,
+            &path,
+            &json!({"rating": "meh", "scope": "support"}),
+        )
+        .await,
         400,
         "rating",
     )
     .await;
     let (status, _) = json_of(
-        app.send_json(Method::POST, &path, &json!({"rating": "wrong"}))
-            .await,
+        app.send_json(
+            Method::POST,
+            &path,
+            &json!({"rating": "wrong", "scope": "support"}),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, 200);
@@ -1066,8 +1087,8 @@ async fn scopes_vaults_and_workspaces_are_walls() {
         json!({"scope": "beta"}),
     )
     .await;
-    completed(&app, &a).await;
-    completed(&app, &b).await;
+    completed_in(&app, &a, "alpha").await;
+    completed_in(&app, &b, "beta").await;
 
     let only_a = search(
         &app,

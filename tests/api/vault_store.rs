@@ -330,7 +330,7 @@ async fn documents_are_stored_read_and_listed_newest_first() {
     }
     let (page, total) = env
         .store
-        .list_documents(env.workspace_id, env.vault.id, 2, 0)
+        .list_documents(env.workspace_id, env.vault.id, "", 2, 0)
         .await
         .unwrap();
     assert_eq!(total, 3);
@@ -340,7 +340,7 @@ async fn documents_are_stored_read_and_listed_newest_first() {
     );
     let (page, total) = env
         .store
-        .list_documents(env.workspace_id, env.vault.id, 2, 2)
+        .list_documents(env.workspace_id, env.vault.id, "", 2, 2)
         .await
         .unwrap();
     assert_eq!(total, 3);
@@ -1196,7 +1196,7 @@ async fn another_workspace_sees_nothing() {
     assert_ne!(theirs.id, env.vault.id);
     assert!(store.document(other, s.a).await.unwrap().is_none());
     let (list, total) = store
-        .list_documents(other, env.vault.id, 10, 0)
+        .list_documents(other, env.vault.id, "", 10, 0)
         .await
         .unwrap();
     assert!(list.is_empty());

@@ -751,15 +751,20 @@
       doc.error ? h('p', { class: 'state error', role: 'alert', text: doc.error }) : null);
   }
 
+  /** A document's page: its scope goes along (a document is found only in its own scope). */
+  function documentHref(doc) {
+    return doc.scope ? `/app/vault/${doc.id}?scope=${encodeURIComponent(doc.scope)}` : `/app/vault/${doc.id}`;
+  }
+
   function documentActions(doc, onChange, withLink) {
     const actions = h('div', { class: 'actions' });
-    if (withLink) actions.append(h('a', { class: 'button subtle', href: `/app/vault/${doc.id}`, dataset: { link: '' }, text: 'Cited memories', 'aria-label': `Cited memories of ${doc.title}` }));
+    if (withLink) actions.append(h('a', { class: 'button subtle', href: documentHref(doc), dataset: { link: '' }, text: 'Cited memories', 'aria-label': `Cited memories of ${doc.title}` }));
     if (canWrite()) {
       if (['pending', 'processing', 'retrying'].includes(doc.status)) {
         actions.append(button('Cancel', async (event) => {
           event.target.disabled = true;
           try {
-            await api('POST', `/api/context-vault/documents/${doc.id}/cancel`, { query: { workspaceId: wsId() } });
+            await api('POST', `/api/context-vault/documents/${doc.id}/cancel`, { query: { workspaceId: wsId(), scope: doc.scope || '' } });
             announce(`Cancelled ${doc.title}`);
           } catch (error) {
             actions.append(errorBox(error));
@@ -771,7 +776,7 @@
         actions.append(button('Retry', async (event) => {
           event.target.disabled = true;
           try {
-            await api('POST', `/api/context-vault/documents/${doc.id}/retry`, { query: { workspaceId: wsId() } });
+            await api('POST', `/api/context-vault/documents/${doc.id}/retry`, { query: { workspaceId: wsId(), scope: doc.scope || '' } });
             announce(`Retrying ${doc.title}`);
           } catch (error) {
             actions.append(errorBox(error));
@@ -780,7 +785,7 @@
         }, 'subtle'));
       }
       actions.append(confirmButton('Delete', 'Delete this document and the memories only it cites?', 'Yes, delete', async () => {
-        const { data } = await api('DELETE', `/api/context-vault/documents/${doc.id}`, { query: { workspaceId: wsId() } });
+        const { data } = await api('DELETE', `/api/context-vault/documents/${doc.id}`, { query: { workspaceId: wsId(), scope: doc.scope || '' } });
         announce(`Deleted: ${data.deletedMemoryCount} memories removed, ${data.preservedMemoryCount} kept`);
         onChange(true);
       }));
@@ -794,16 +799,29 @@
     const gen = state.gen;
     const listArea = h('div', { class: 'list-area' });
     const paging = { offset: 0, limit: 20 };
-    if (canWrite()) view.append(uploadPanel(() => refresh()));
+    // Documents are listed one scope at a time (scope is a wall); empty = unscoped.
+    const scopeFilter = input({ name: 'documents-scope', maxlength: 200, placeholder: 'unscoped',
+      value: new URLSearchParams(window.location.search).get('scope') || '' });
+    const showScope = (value) => {
+      scopeFilter.value = value;
+      paging.offset = 0;
+      listEl = null;
+      rows.clear();
+      refresh();
+    };
+    scopeFilter.addEventListener('change', () => showScope(scopeFilter.value.trim()));
+    if (canWrite()) view.append(uploadPanel((scope) => (scope !== scopeFilter.value.trim() ? showScope(scope) : refresh())));
     else view.append(note(`Your role (${role()}) may read documents but not upload or change them.`, 'info'));
-    view.append(h('h2', { text: 'Documents' }), listArea);
+    view.append(h('h2', { text: 'Documents' }),
+      h('div', { class: 'filters' }, field('Scope', scopeFilter, 'Documents of one scope; empty for unscoped documents.')),
+      listArea);
     const rows = new Map();
     let listEl = null;
 
     async function refresh() {
       if (!listEl) replace(listArea, loading('Loading documents…'));
       try {
-        const { data } = await get('/api/context-vault/documents', { workspaceId: wsId(), limit: paging.limit, offset: paging.offset });
+        const { data } = await get('/api/context-vault/documents', { workspaceId: wsId(), scope: scopeFilter.value.trim(), limit: paging.limit, offset: paging.offset });
         if (!live(gen)) return;
         draw(data);
         if (data.documents.some((d) => !TERMINAL.has(d.status))) later(refresh, POLL_MS);
@@ -842,7 +860,7 @@
           const focused = row.el.contains(document.activeElement) ? document.activeElement.textContent : null;
           replace(row.el,
             h('div', { class: 'doc-head' },
-              h('a', { class: 'doc-title', href: `/app/vault/${doc.id}`, dataset: { link: '' }, text: doc.title }),
+              h('a', { class: 'doc-title', href: documentHref(doc), dataset: { link: '' }, text: doc.title }),
               h('span', { class: 'muted', text: `${doc.sourceType} · ${formatDate(doc.createdAt)}` })),
             documentProgress(doc),
             documentActions(doc, refresh, true));
@@ -905,7 +923,7 @@
         } catch (error) {
           replace(line, errorBox(error, file.name));
         }
-        onUploaded();
+        onUploaded(scope.value.trim());
       }
       title.value = '';
     }
@@ -944,6 +962,7 @@
   function viewDocument(id) {
     const view = mount('Document');
     if (!needWorkspace(view)) return;
+    const docScope = new URLSearchParams(window.location.search).get('scope') || '';
     const gen = state.gen;
     const back = h('p', {}, h('a', { href: '/app/vault', dataset: { link: '' }, text: '← All documents' }));
     const summary = h('div', { class: 'card stack', 'aria-live': 'polite' }, loading('Loading the document…'));
@@ -954,7 +973,7 @@
 
     async function refresh() {
       try {
-        const { data } = await get(`/api/context-vault/documents/${id}`, { workspaceId: wsId() });
+        const { data } = await get(`/api/context-vault/documents/${id}`, { workspaceId: wsId(), scope: docScope });
         if (!live(gen)) return;
         const doc = data.document;
         document.title = `${doc.title} · memvault`;
@@ -984,7 +1003,7 @@
     async function loadCited(doc) {
       replace(cited, h('h2', { text: 'Cited memories' }), loading('Loading cited memories…'));
       try {
-        const { data } = await get(`/api/context-vault/documents/${id}/memories`, { workspaceId: wsId() });
+        const { data } = await get(`/api/context-vault/documents/${id}/memories`, { workspaceId: wsId(), scope: docScope });
         if (!live(gen)) return;
         const heading = h('h2', { text: `Cited memories (${data.total})` });
         if (data.memories.length === 0) {

@@ -47,34 +47,54 @@ pub enum FetchError {
     Network(String),
 }
 
-/// Whether an address is internal (refused unless allowed): loopback, private, link-local,
-/// shared (CGNAT), unspecified, broadcast, multicast, documentation, unique-local IPv6, and
-/// IPv4-mapped forms of those.
+/// Whether an address is internal (refused unless allowed): every block of IANA's IPv4 and
+/// IPv6 special-purpose registries that is not globally reachable, plus multicast and the
+/// reserved space, and every IPv6 form that embeds an IPv4 address or reaches one through a
+/// translator (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo), whatever the address it
+/// embeds. The few globally reachable anycast services inside those blocks (AS112, AMT,
+/// TURN) are refused too: no document lives there.
 pub fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || (a == 100 && (64..128).contains(&b))
-                || a == 0
-                || a >= 240
+            let [a, b, c, _] = v4.octets();
+            a == 0 // "this network" 0.0.0.0/8
+                || a == 10 // private
+                || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+                || a == 127 // loopback
+                || (a == 169 && b == 254) // link-local
+                || (a == 172 && (16..32).contains(&b)) // private
+                || (a == 192 && b == 0 && c == 0) // IETF protocol assignments 192.0.0.0/24
+                || (a == 192 && b == 0 && c == 2) // documentation TEST-NET-1
+                || (a == 192 && b == 88 && c == 99) // deprecated 6to4 relay anycast
+                || (a == 192 && b == 168) // private
+                || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18.0.0/15
+                || (a == 198 && b == 51 && c == 100) // documentation TEST-NET-2
+                || (a == 203 && b == 0 && c == 113) // documentation TEST-NET-3
+                || a >= 224 // multicast 224/4, reserved 240/4, broadcast
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_internal(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
+            let s = v6.segments();
+            let embeds_v4 =
+                // ::/96: unspecified, loopback and IPv4-compatible (::a.b.c.d)
+                s[..6] == [0, 0, 0, 0, 0, 0]
+                // ::ffff:0:0/96: IPv4-mapped
+                || s[..6] == [0, 0, 0, 0, 0, 0xffff]
+                // ::ffff:0:0:0/96: IPv4-translated (SIIT)
+                || s[..6] == [0, 0, 0, 0, 0xffff, 0]
+                // 64:ff9b::/96 (NAT64, well-known) and 64:ff9b:1::/48 (NAT64, local use)
+                || (s[0] == 0x64 && s[1] == 0xff9b)
+                // 2002::/16: 6to4
+                || s[0] == 0x2002;
+            embeds_v4
+                || (s[0] == 0x100 && s[1..4] == [0, 0, 0]) // discard-only 100::/64
+                || (s[0] == 0x2001 && s[1] < 0x200) // IETF protocol assignments 2001::/23 (Teredo included)
+                || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
+                || (s[0] & 0xfff0) == 0x3ff0 // documentation 3fff::/20
+                || s[0] == 0x5f00 // segment routing SIDs 5f00::/16
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated) fec0::/10
+                || (s[0] & 0xff00) == 0xff00 // multicast
         }
     }
 }
@@ -110,6 +130,9 @@ pub async fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, FetchErro
             .redirect(reqwest::redirect::Policy::none())
             .timeout(policy.timeout)
             .resolve(&host, address)
+            // HTTP(S)_PROXY would send the request to a proxy that resolves the host itself,
+            // around the address checked here.
+            .no_proxy()
             .user_agent(concat!("memvault/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| FetchError::Network(e.to_string()))?;
@@ -118,6 +141,10 @@ pub async fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, FetchErro
             .send()
             .await
             .map_err(|e| FetchError::Network(network_reason(&e)))?;
+        // Decided on the address actually connected to, not only on the one resolved.
+        if !policy.allow_private && response.remote_addr().is_none_or(|a| is_internal(a.ip())) {
+            return Err(FetchError::Internal);
+        }
         let status = response.status();
         if status.is_redirection() {
             let location = response
@@ -190,10 +217,43 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::7f00:1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::a00:1",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "2002:7f00:1::1",
+            "2002:808:808::1",
+            "2001::1",
+            "2001:db8::1",
+            "198.18.0.1",
+            "198.19.255.255",
+            "192.0.0.1",
+            "192.0.0.170",
+            "192.0.2.1",
+            "198.51.100.1",
+            "203.0.113.9",
+            "192.88.99.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "fec0::1",
+            "ff02::1",
+            "100::1",
+            "3fff::1",
+            "5f00::1",
         ] {
             assert!(is_internal(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "198.20.0.1",
+            "192.0.1.1",
+            "2a00:1450::1",
+        ] {
             assert!(!is_internal(ip.parse().unwrap()), "{ip}");
         }
     }

@@ -373,8 +373,24 @@ impl VaultService {
         Ok(accepted(&stored))
     }
 
-    /// `POST /api/context-vault/documents/upload` (multipart).
-    pub async fn upload(&self, who: &Principal, input: UploadInput) -> Result<DocumentAccepted> {
+    /// Checks an upload before its body is read: the caller may write in some workspace they
+    /// can name, and, when the workspace is known without the body, its rate limit admits
+    /// the request (counted once).
+    pub async fn begin_upload(&self, who: &Principal) -> Result<UploadTicket> {
+        let admitted = self.gate.preflight(who, Need::Write).await?;
+        if let Some(caller) = &admitted {
+            admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        }
+        Ok(UploadTicket { admitted })
+    }
+
+    /// `POST /api/context-vault/documents/upload` (multipart), after [`Self::begin_upload`].
+    pub async fn upload(
+        &self,
+        who: &Principal,
+        ticket: UploadTicket,
+        input: UploadInput,
+    ) -> Result<DocumentAccepted> {
         let requested =
             match input
                 .workspace_id
@@ -388,7 +404,18 @@ impl VaultService {
                 None => None,
             };
         let caller = &self.gate.enter(who, requested, Need::Write).await?;
-        admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+        match &ticket.admitted {
+            Some(early) if early.workspace_id != caller.workspace_id => {
+                return Err(Error::validation(
+                    "workspaceId",
+                    "the form names another workspace than the request's",
+                ))
+            }
+            Some(_) => {}
+            None => {
+                admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
+            }
+        }
         let vault = self.vault(caller, input.vault_id.as_deref()).await?;
         let file = input.file.ok_or_else(|| {
             Error::validation("file", "is required (a multipart part named file)")
@@ -579,9 +606,10 @@ impl VaultService {
         let vault = self.vault(caller, params.vault_id.as_deref()).await?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
         let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
+        let scope = scope_value(params.scope.as_deref())?;
         let (documents, total) = self
             .store
-            .list_documents(caller.workspace_id, vault.id, limit, offset)
+            .list_documents(caller.workspace_id, vault.id, &scope, limit, offset)
             .await?;
         Ok(DocumentList {
             has_more: offset + (documents.len() as i64) < total,
@@ -590,15 +618,19 @@ impl VaultService {
         })
     }
 
+    /// A document of the caller's workspace in `scope` (the lane the request names); one of
+    /// another scope is as absent as one that does not exist.
     async fn owned_document(
         &self,
         caller: &Caller,
         raw_id: &str,
+        scope: &str,
     ) -> Result<crate::model::vault::Document> {
         let id = path_uuid(raw_id, document_not_found)?;
         self.store
             .document(caller.workspace_id, id)
             .await?
+            .filter(|document| document.scope == scope)
             .ok_or_else(document_not_found)
     }
 
@@ -608,15 +640,21 @@ impl VaultService {
         &self,
         who: &Principal,
         raw_id: &str,
-        workspace_id: Option<Uuid>,
+        at: DocumentAt,
     ) -> Result<DocumentDetail> {
-        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
+        let caller = &self.gate.enter(who, at.workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        self.document_detail(caller, raw_id).await
+        let scope = scope_value(at.scope.as_deref())?;
+        self.document_detail(caller, raw_id, &scope).await
     }
 
-    async fn document_detail(&self, caller: &Caller, raw_id: &str) -> Result<DocumentDetail> {
-        let document = self.owned_document(caller, raw_id).await?;
+    async fn document_detail(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        scope: &str,
+    ) -> Result<DocumentDetail> {
+        let document = self.owned_document(caller, raw_id, scope).await?;
         let history = self.store.document_events(document.id).await?;
         Ok(DocumentDetail {
             document: DocumentView::from(&document),
@@ -635,7 +673,8 @@ impl VaultService {
             .enter(who, params.workspace_id, Need::Read)
             .await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let document = self.owned_document(caller, raw_id).await?;
+        let scope = scope_value(params.scope.as_deref())?;
+        let document = self.owned_document(caller, raw_id, &scope).await?;
         if let Some(raw) = params.vault_id.as_deref().filter(|v| !v.trim().is_empty()) {
             let vault = self.vault(caller, Some(raw)).await?;
             if vault.id != document.vault_id {
@@ -672,7 +711,7 @@ impl VaultService {
             .map(|(i, m)| {
                 let items = evidence
                     .iter()
-                    .filter(|(id, _)| *id == m.id)
+                    .filter(|(id, e)| *id == m.id && e.scope == m.scope)
                     .map(|(_, e)| EvidenceView::from(e))
                     .collect();
                 VaultMemoryView::of(m, items, relevance.get(i).copied())
@@ -686,11 +725,12 @@ impl VaultService {
         &self,
         who: &Principal,
         raw_id: &str,
-        workspace_id: Option<Uuid>,
+        at: DocumentAt,
     ) -> Result<DocumentDeleted> {
-        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
+        let caller = &self.gate.enter(who, at.workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let document = self.owned_document(caller, raw_id).await?;
+        let scope = scope_value(at.scope.as_deref())?;
+        let document = self.owned_document(caller, raw_id, &scope).await?;
         if !document.status.is_terminal() {
             self.ingestion()?
                 .cancel(document.id)
@@ -718,11 +758,12 @@ impl VaultService {
         &self,
         who: &Principal,
         raw_id: &str,
-        workspace_id: Option<Uuid>,
+        at: DocumentAt,
     ) -> Result<DocumentDetail> {
-        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
+        let caller = &self.gate.enter(who, at.workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let document = self.owned_document(caller, raw_id).await?;
+        let scope = scope_value(at.scope.as_deref())?;
+        let document = self.owned_document(caller, raw_id, &scope).await?;
         if document.status.is_terminal() {
             return Err(Error::Conflict(format!(
                 "the document is already {}; only pending, processing or retrying documents can be cancelled",
@@ -736,7 +777,7 @@ impl VaultService {
             .map_err(|e| Error::Unavailable(e.to_string()))?;
         if !stopped {
             // Not in the supervisor's hands (it finished in between, or was never queued).
-            let fresh = self.owned_document(caller, raw_id).await?;
+            let fresh = self.owned_document(caller, raw_id, &scope).await?;
             if fresh.status.is_terminal() {
                 return Err(Error::Conflict(format!(
                     "the document is already {}",
@@ -756,7 +797,7 @@ impl VaultService {
                 )
                 .await?;
         }
-        self.document_detail(caller, raw_id).await
+        self.document_detail(caller, raw_id, &scope).await
     }
 
     /// `POST .../documents/{id}/retry`: a failed or cancelled document runs again, from its
@@ -765,11 +806,12 @@ impl VaultService {
         &self,
         who: &Principal,
         raw_id: &str,
-        workspace_id: Option<Uuid>,
+        at: DocumentAt,
     ) -> Result<DocumentDetail> {
-        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
+        let caller = &self.gate.enter(who, at.workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let document = self.owned_document(caller, raw_id).await?;
+        let scope = scope_value(at.scope.as_deref())?;
+        let document = self.owned_document(caller, raw_id, &scope).await?;
         if !matches!(document.status, Status::Failed | Status::Cancelled) {
             return Err(Error::Conflict(format!(
                 "the document is {}; only failed or cancelled documents can be retried",
@@ -782,7 +824,7 @@ impl VaultService {
         self.ingestion()?
             .submit(document.id, caller.workspace_id, 1)
             .map_err(|e| Error::Unavailable(e.to_string()))?;
-        self.document_detail(caller, raw_id).await
+        self.document_detail(caller, raw_id, &scope).await
     }
 
     // ----- vault memories --------------------------------------------------------------------
@@ -929,6 +971,17 @@ impl VaultService {
                 "explanation",
                 format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
             ));
+        }
+        // A memory of another scope is as absent as one that does not exist.
+        let scope = scope_value(input.scope.as_deref())?;
+        let in_scope = self
+            .store
+            .vault_memories_by_ids(caller.workspace_id, &[id])
+            .await?
+            .first()
+            .is_some_and(|memory| memory.scope == scope);
+        if !in_scope {
+            return Err(not_found());
         }
         if !self
             .store

@@ -177,6 +177,13 @@ pub struct CreateDocument {
     pub project: Option<String>,
 }
 
+/// An upload admitted before its body was read ([`super::VaultService::begin_upload`]).
+#[derive(Debug)]
+pub struct UploadTicket {
+    /// The caller and workspace, when known without the body (then already rate-checked).
+    pub(crate) admitted: Option<crate::services::Caller>,
+}
+
 /// A multipart upload, as the adapter read it.
 #[derive(Debug, Clone, Default)]
 pub struct UploadInput {
@@ -200,10 +207,24 @@ pub struct VaultParams {
     pub workspace_id: Option<Uuid>,
     /// The vault; omitted = the workspace's default vault.
     pub vault_id: Option<String>,
+    /// The documents' lane (at most 200 characters); omitted = the unscoped lane. A document
+    /// of another scope is not listed, and its id answers 404.
+    pub scope: Option<String>,
     /// Page size, 1 to 100 (default 20).
     pub limit: Option<String>,
     /// Offset, 0 or more.
     pub offset: Option<String>,
+}
+
+/// Where a document is addressed: its workspace and its lane.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct DocumentAt {
+    pub workspace_id: Option<Uuid>,
+    /// The document's scope; omitted = the unscoped lane. A document of another scope
+    /// answers 404.
+    pub scope: Option<String>,
 }
 
 /// An evidence item: where a vault memory is stated.
@@ -430,6 +451,8 @@ pub struct CompanyFactCreated {
 #[serde(rename_all = "camelCase")]
 pub struct VaultFeedbackInput {
     pub workspace_id: Option<Uuid>,
+    /// The memory's lane; omitted = the unscoped lane (a memory of another scope is 404).
+    pub scope: Option<String>,
     /// `helpful`, `not_helpful`, `outdated` or `wrong` (the last two take it out of search).
     pub rating: Option<String>,
     /// At most 1,000 characters.
