@@ -130,8 +130,11 @@ impl Default for AbuseLimits {
 pub struct HttpSettings {
     /// A request's headers must arrive within this many seconds, else the connection closes.
     pub header_timeout_secs: u64,
-    /// A request's body must arrive within this many seconds (408 after).
+    /// A request's body must have arrived this many seconds after it is first read, however
+    /// it trickles (408 after).
     pub body_timeout_secs: u64,
+    /// The same for a document upload.
+    pub upload_timeout_secs: u64,
     /// A keep-alive connection with no request for this long is closed.
     pub idle_timeout_secs: u64,
     /// Connections served at once; more wait in the kernel's backlog.
@@ -148,7 +151,8 @@ impl Default for HttpSettings {
     fn default() -> Self {
         HttpSettings {
             header_timeout_secs: 10,
-            body_timeout_secs: 60,
+            body_timeout_secs: 30,
+            upload_timeout_secs: 300,
             idle_timeout_secs: 60,
             max_connections: 1_024,
             max_uploads: 8,

@@ -67,7 +67,7 @@ pub enum Error {
     #[error("request body too large")]
     PayloadTooLarge,
     /// 408: the body did not arrive in time (`http.body_timeout_secs`).
-    #[error("the request body did not arrive in time (setting http.body_timeout_secs)")]
+    #[error("the request body did not arrive in time (setting http.body_timeout_secs, or http.upload_timeout_secs for uploads)")]
     BodyTimeout,
     /// 415
     #[error("{0}")]

@@ -360,6 +360,7 @@ impl Application {
                 max_body_bytes: settings.max_body_bytes,
                 max_upload_bytes: settings.max_upload_bytes,
                 body_timeout: Duration::from_secs(settings.http.body_timeout_secs.max(1)),
+                upload_timeout: Duration::from_secs(settings.http.upload_timeout_secs.max(1)),
             },
             extra,
         );

@@ -106,12 +106,11 @@ impl FromRequestParts<AppState> for Principal {
             .get::<RateSlot>()
             .cloned()
             .unwrap_or_default();
-        let addressed = addressed_workspace(parts.uri.query())?;
         if let Some(key) = parts.headers.get(API_KEY_HEADER) {
             let identity = state.accounts.authenticate_key(key.to_str().ok()).await?;
             let mut who = Principal::new(identity, rate, Source::Api);
             who.source = AccountsService::rest_source(&who.identity);
-            who.addressed = addressed;
+            who.addressed = addressed_workspace(parts.uri.query())?;
             return Ok(who);
         }
         if let Some(token) = session_cookie(&parts.headers) {
@@ -121,7 +120,7 @@ impl FromRequestParts<AppState> for Principal {
             }
             let mut who = Principal::new(identity, rate, Source::Api);
             who.source = AccountsService::rest_source(&who.identity);
-            who.addressed = addressed;
+            who.addressed = addressed_workspace(parts.uri.query())?;
             return Ok(who);
         }
         Err(Error::Unauthorized(

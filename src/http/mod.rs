@@ -23,7 +23,7 @@ use axum::{middleware, Router};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::timeout::RequestBodyDeadlineLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa_swagger_ui::SwaggerUi;
@@ -55,7 +55,10 @@ pub struct AppState {
 pub struct BodyLimits {
     pub max_body_bytes: usize,
     pub max_upload_bytes: usize,
+    /// A request body's deadline from when it is first read.
     pub body_timeout: std::time::Duration,
+    /// The same for uploads.
+    pub upload_timeout: std::time::Duration,
 }
 
 /// A client's `X-Request-Id` is kept only when short and plain (letters, digits, `-_.:`, at
@@ -114,9 +117,7 @@ pub fn loggable_path(path: &str) -> String {
 }
 
 /// The API routes, without layers.
-fn routes(max_upload_bytes: usize) -> Router<AppState> {
-    // A multipart upload may be as large as the upload limit (plus its form fields).
-    let upload = post(vault::upload).layer(DefaultBodyLimit::max(max_upload_bytes + 64 * 1024));
+fn routes() -> Router<AppState> {
     Router::new()
         .route(
             "/.well-known/oauth-protected-resource",
@@ -199,7 +200,6 @@ fn routes(max_upload_bytes: usize) -> Router<AppState> {
             "/api/context-vault/documents",
             get(vault::list_documents).post(vault::create_document),
         )
-        .route("/api/context-vault/documents/upload", upload)
         .route(
             "/api/context-vault/documents/{id}",
             get(vault::get_document).delete(vault::delete_document),
@@ -250,8 +250,20 @@ fn routes(max_upload_bytes: usize) -> Router<AppState> {
 pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Router {
     let docs = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document());
     Router::new()
-        .merge(routes(limits.max_upload_bytes))
+        .merge(routes())
         .merge(extra)
+        // Every body must have arrived by this deadline, however it trickles.
+        .layer(RequestBodyDeadlineLayer::new(limits.body_timeout))
+        // An upload may be as large as the upload limit (plus its form fields), and has
+        // longer to arrive.
+        .route(
+            "/api/context-vault/documents/upload",
+            post(vault::upload).layer(
+                ServiceBuilder::new()
+                    .layer(RequestBodyDeadlineLayer::new(limits.upload_timeout))
+                    .layer(DefaultBodyLimit::max(limits.max_upload_bytes + 64 * 1024)),
+            ),
+        )
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
@@ -285,7 +297,25 @@ pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Rout
                 .layer(middleware::from_fn(error::envelope))
                 .layer(middleware::map_response(no_framing))
                 .layer(CatchPanicLayer::custom(error::PanicResponse))
-                .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
                 .layer(DefaultBodyLimit::max(limits.max_body_bytes)),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable_path;
+
+    #[test]
+    fn invitation_tokens_are_redacted_from_logged_paths() {
+        assert_eq!(
+            loggable_path("/api/invitations/s3cr3t/accept"),
+            "/api/invitations/{token}/accept"
+        );
+        assert_eq!(
+            loggable_path("/app/invitations/s3cr3t"),
+            "/app/invitations/{token}"
+        );
+        assert_eq!(loggable_path("/api/memories/abc"), "/api/memories/abc");
+        assert_eq!(loggable_path("/api/invitations"), "/api/invitations");
+    }
 }

@@ -5,7 +5,7 @@
 //! API's envelope; pages are HTML.
 
 use axum::body::Bytes;
-use axum::extract::{Form, Query, State};
+use axum::extract::{Form, FromRequest, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Json;
@@ -56,11 +56,16 @@ pub async fn server_metadata(State(state): State<AppState>, headers: HeaderMap) 
 pub async fn register(
     State(state): State<AppState>,
     ClientAddr(from): ClientAddr,
-    body: Bytes,
+    request: axum::extract::Request,
 ) -> Response {
+    // Counted before the body is read.
     if let Err(refused) = state.oauth.admit_registration(from) {
         return refused.into_response();
     }
+    let body = match Bytes::from_request(request, &state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
     match state.oauth.register(&body).await {
         Ok(client) => no_store((StatusCode::CREATED, Json(client)).into_response()),
         Err(error) => oauth_error(error),
@@ -320,7 +325,18 @@ pub async fn sign_in(
                     .unwrap_or_else(|| "An application".to_string()),
                 None => "An application".to_string(),
             };
-            sign_in_page(&params, &client, Some(&error.public_message()))
+            let mut response = sign_in_page(&params, &client, Some(&error.public_message()));
+            // A refusal keeps its status (429, 503, 400) and its Retry-After.
+            if error.status() != 401 {
+                *response.status_mut() = StatusCode::from_u16(error.status())
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            }
+            if let Some(seconds) = error.retry_after(chrono::Utc::now().timestamp()) {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            response
         }
     }
 }

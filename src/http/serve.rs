@@ -2,8 +2,10 @@
 //! greedy clients that `axum::serve` does not offer: at most `max_connections` served at once
 //! (more wait in the kernel's backlog), request headers within `header_timeout` (hyper's
 //! timer, which also runs while a kept-alive connection waits for its next request), and no
-//! connection on which nothing moves either way for `idle_timeout` (a client that stops
-//! reading its response, or sends nothing). The body timeout is a layer of the router.
+//! connection on which nothing moves either way for `idle_timeout` while no request of it is
+//! being handled (a client that stops reading its response, or sends nothing). The body
+//! deadline is a layer of the router. Shutdown waits for requests in flight at most
+//! [`SHUTDOWN_GRACE`].
 
 use std::future::Future;
 use std::io;
@@ -22,6 +24,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tower::{Service, ServiceExt};
+
+/// How long shutdown waits for connections still busy (a handler stuck, a client that does not
+/// read) before it gives up on them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// How the server treats connections.
 #[derive(Debug, Clone)]
@@ -80,7 +86,15 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     // Every connection holds a slot until it ends: all slots back means all are done.
     let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
-    let _ = slots.acquire_many(all).await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            busy = limits.max_connections.max(1) - slots.available_permits(),
+            "connections still busy after the shutdown grace period: left behind"
+        );
+    }
     Ok(())
 }
 
@@ -106,8 +120,20 @@ async fn serve_connection<S>(
         started,
         last: last.clone(),
     });
+    // Requests being handled: the idle watchdog leaves a connection alone while one is.
+    let busy = Arc::new(AtomicU64::new(0));
+    let counted = busy.clone();
     let hyper_service = TowerToHyperService::new(
-        service.map_request(|request: hyper::Request<Incoming>| request.map(axum::body::Body::new)),
+        service
+            .map_request(|request: hyper::Request<Incoming>| request.map(axum::body::Body::new))
+            .map_future(move |future| {
+                let guard = Busy::enter(counted.clone());
+                async move {
+                    let response = future.await;
+                    drop(guard);
+                    response
+                }
+            }),
     );
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -137,12 +163,28 @@ async fn serve_connection<S>(
             }
             _ = watchdog.tick() => {
                 let quiet = started.elapsed().saturating_sub(Duration::from_millis(last.load(Ordering::Relaxed)));
-                if quiet >= limits.idle_timeout {
+                if quiet >= limits.idle_timeout && busy.load(Ordering::Relaxed) == 0 {
                     tracing::debug!(idle_secs = quiet.as_secs(), "idle connection closed");
                     return;
                 }
             }
         }
+    }
+}
+
+/// One request being handled, counted while it lives (also when its future is dropped).
+struct Busy(Arc<AtomicU64>);
+
+impl Busy {
+    fn enter(count: Arc<AtomicU64>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Busy(count)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -267,7 +267,7 @@ impl Workers {
                     tail.drain(..tail.len() - STDERR_TAIL);
                 }
             }
-            String::from_utf8_lossy(&tail).into_owned()
+            crate::telemetry::loggable_up_to(&String::from_utf8_lossy(&tail), STDERR_TAIL)
         });
 
         let talk = async {
@@ -441,9 +441,12 @@ fn payload<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T
 /// A refusal, if the worker sent one: deterministic, so never retried.
 fn refusal(what: &str, frames: &[(u8, Vec<u8>)]) -> Result<(), PhaseError> {
     match frames.iter().find(|(tag, _)| *tag == REFUSED) {
-        Some((_, bytes)) => Err(PhaseError::Permanent(
-            payload::<Refusal>(what, bytes)?.message,
-        )),
+        // The worker is the untrusted side: its words are cleaned before anyone logs or
+        // shows them.
+        Some((_, bytes)) => Err(PhaseError::Permanent(crate::telemetry::loggable_up_to(
+            &payload::<Refusal>(what, bytes)?.message,
+            500,
+        ))),
         None => Ok(()),
     }
 }

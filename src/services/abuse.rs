@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::AbuseLimits;
 use crate::error::{Error, Result};
@@ -44,6 +44,24 @@ impl<K: Hash + Eq + Send + Sync + Clone + 'static> Throttle<K> {
 
     /// Counts one attempt by `key` at `now_secs`, or refuses it (429 naming the setting).
     pub fn check_at(&self, key: K, now_secs: i64) -> Result<()> {
+        self.take(key, now_secs)
+    }
+
+    pub fn check(&self, key: K) -> Result<()> {
+        self.check_at(key, chrono::Utc::now().timestamp())
+    }
+
+    /// Gives back an attempt [`Self::check`] counted (a success, for limits that count only
+    /// failures: counted first, so that concurrent attempts cannot all slip in).
+    pub fn refund(&self, key: &K) {
+        if let Some(window) = self.windows.get(key) {
+            if let Ok(mut window) = window.lock() {
+                window.1 = window.1.saturating_sub(1);
+            }
+        }
+    }
+
+    fn take(&self, key: K, now_secs: i64) -> Result<()> {
         let window = self
             .windows
             .get_with(key, || Arc::new(Mutex::new((now_secs, 0))));
@@ -71,9 +89,22 @@ impl<K: Hash + Eq + Send + Sync + Clone + 'static> Throttle<K> {
         *used += 1;
         Ok(())
     }
+}
 
-    pub fn check(&self, key: K) -> Result<()> {
-        self.check_at(key, chrono::Utc::now().timestamp())
+/// The key a client address is counted under: IPv4 as it is (IPv4-mapped IPv6 too), IPv6 by
+/// its /64, which one host or one customer holds whole (counting each address alone would give
+/// them 2^64 windows).
+pub fn address_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut s = v6.segments();
+                s[4..].fill(0);
+                IpAddr::V6(std::net::Ipv6Addr::from(s))
+            }
+        },
     }
 }
 
@@ -95,7 +126,7 @@ pub struct Doors {
     pub workspaces_by_user: Throttle<uuid::Uuid>,
     pub registrations_by_address: Throttle<IpAddr>,
     pub invitations_by_workspace: Throttle<uuid::Uuid>,
-    hashing: Semaphore,
+    hashing: Arc<Semaphore>,
     hash_wait: Duration,
 }
 
@@ -144,15 +175,17 @@ impl Doors {
                 limits.invitations_per_workspace_per_day,
                 86_400,
             ),
-            hashing: Semaphore::new(limits.password_hashes.max(1)),
+            hashing: Arc::new(Semaphore::new(limits.password_hashes.max(1))),
             hash_wait: Duration::from_millis(limits.password_hash_wait_ms),
         }
     }
 
     /// A slot to compute one password hash in: waits up to `password_hash_wait_ms`, then
-    /// 503 with `Retry-After` (memory stays bounded however many sign-ins arrive).
-    pub async fn hashing_slot(&self) -> Result<SemaphorePermit<'_>> {
-        match tokio::time::timeout(self.hash_wait, self.hashing.acquire()).await {
+    /// 503 with `Retry-After` (memory stays bounded however many sign-ins arrive). The permit
+    /// must go with the hash onto its thread, so that a request that is dropped (its client
+    /// gone) does not free the slot while the hash still runs.
+    pub async fn hashing_slot(&self) -> Result<OwnedSemaphorePermit> {
+        match tokio::time::timeout(self.hash_wait, self.hashing.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) => Err(Error::Internal("password hashing slots closed".to_string())),
             Err(_) => Err(Error::Busy {
@@ -185,6 +218,31 @@ mod tests {
         // Another key has its own window; the first lifts when its window ends.
         assert!(throttle.check_at(2u8, 1_020).is_ok());
         assert!(throttle.check_at(1u8, 1_060).is_ok());
+    }
+
+    #[test]
+    fn ipv6_clients_are_counted_by_their_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_ne!(address_key(a), address_key(c));
+        let mapped: IpAddr = "::ffff:203.0.113.5".parse().unwrap();
+        assert_eq!(
+            address_key(mapped),
+            "203.0.113.5".parse::<IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_limit_that_counts_failures_only_leaves_room_for_successes() {
+        let throttle = Throttle::new("failures", "abuse.failures", 1, 60);
+        for _ in 0..3 {
+            assert!(throttle.check(7u8).is_ok());
+            throttle.refund(&7u8);
+        }
+        assert!(throttle.check(7u8).is_ok());
+        assert_eq!(throttle.check(7u8).unwrap_err().status(), 429);
     }
 
     #[tokio::test]

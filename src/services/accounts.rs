@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::abuse::Doors;
+use super::abuse::{address_key, Doors};
 use super::access::{forbidden_role, not_a_member};
 use super::memories::Success;
 use super::{admit, Caller, Gate, Identity, Principal};
@@ -480,8 +480,14 @@ fn hasher(memory_kib: u32) -> Result<Argon2<'static>> {
     Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
 }
 
-async fn hash_password(password: String, memory_kib: u32) -> Result<String> {
+/// `slot`, when given, is held until the hash is done (on its blocking thread).
+async fn hash_password(
+    password: String,
+    memory_kib: u32,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<String> {
     tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let mut salt = [0u8; 16];
         rand::rng().fill_bytes(&mut salt);
         let salt = SaltString::encode_b64(&salt)
@@ -496,8 +502,13 @@ async fn hash_password(password: String, memory_kib: u32) -> Result<String> {
 }
 
 /// Whether `password` matches the stored `hash` (its own parameters apply).
-async fn verify_password(password: String, hash: String) -> Result<bool> {
+async fn verify_password(
+    password: String,
+    hash: String,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<bool> {
     tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let parsed = PasswordHash::new(&hash)
             .map_err(|e| Error::Internal(format!("stored password hash unreadable: {e}")))?;
         Ok(Argon2::default()
@@ -703,20 +714,20 @@ impl AccountsService {
 
     /// A password hash, in one of the bounded hashing slots.
     async fn hash_password(&self, password: String) -> Result<String> {
-        let _slot = self.doors.hashing_slot().await?;
-        hash_password(password, self.config.password_memory_kib).await
+        let slot = self.doors.hashing_slot().await?;
+        hash_password(password, self.config.password_memory_kib, Some(slot)).await
     }
 
     /// A password check, in one of the bounded hashing slots.
     async fn verify_password(&self, password: String, hash: String) -> Result<bool> {
-        let _slot = self.doors.hashing_slot().await?;
-        verify_password(password, hash).await
+        let slot = self.doors.hashing_slot().await?;
+        verify_password(password, hash, Some(slot)).await
     }
 
     /// `POST /api/auth/sign-up`: a user, their first workspace (they own it) and a session.
     /// Limited per client address and per email.
     pub async fn sign_up(&self, from: IpAddr, input: SignUp) -> Result<SignedIn> {
-        self.doors.sign_up_by_address.check(from)?;
+        self.doors.sign_up_by_address.check(address_key(from))?;
         let email = email(input.email.as_deref())?;
         self.doors.sign_up_by_email.check(email.clone())?;
         let password = input.password.unwrap_or_default();
@@ -759,8 +770,10 @@ impl AccountsService {
     /// `POST /api/auth/sign-in`. An unknown email and a wrong password get the same answer,
     /// in the same time. Limited per client address and per account (email).
     pub async fn sign_in(&self, from: IpAddr, input: SignIn) -> Result<SignedIn> {
-        self.doors.sign_in_by_address.check(from)?;
+        self.doors.sign_in_by_address.check(address_key(from))?;
         let email = email(input.email.as_deref())?;
+        // Per account, only failures count: a guesser spread over many addresses is stopped,
+        // and the owner's own sign-ins never fill the window.
         self.doors.sign_in_by_email.check(email.clone())?;
         let password = input
             .password
@@ -779,7 +792,10 @@ impl AccountsService {
         };
         let matches = self.verify_password(password, hash).await?;
         match found {
-            Some((user, _)) if matches => self.open_session(user).await,
+            Some((user, _)) if matches => {
+                self.doors.sign_in_by_email.refund(&email);
+                self.open_session(user).await
+            }
             _ => Err(Error::Unauthorized("invalid email or password".to_string())),
         }
     }
@@ -1486,14 +1502,16 @@ mod tests {
 
     #[tokio::test]
     async fn passwords_hash_with_argon2id_and_verify() {
-        let hash = hash_password("correct horse".to_string(), 8 * 1024)
+        let hash = hash_password("correct horse".to_string(), 8 * 1024, None)
             .await
             .unwrap();
         assert!(hash.starts_with("$argon2id$"), "{hash}");
-        assert!(verify_password("correct horse".to_string(), hash.clone())
-            .await
-            .unwrap());
-        assert!(!verify_password("wrong horse".to_string(), hash)
+        assert!(
+            verify_password("correct horse".to_string(), hash.clone(), None)
+                .await
+                .unwrap()
+        );
+        assert!(!verify_password("wrong horse".to_string(), hash, None)
             .await
             .unwrap());
     }

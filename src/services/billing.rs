@@ -55,7 +55,7 @@ pub struct SubscriptionView {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct SubscriptionQuery {
-    /// The workspace (default: the user's first).
+    /// The workspace; a member of several must name it (400 otherwise).
     pub workspace_id: Option<String>,
 }
 
@@ -632,7 +632,7 @@ impl BillingService {
                 }
                 tracing::info!(
                     %webhook_id,
-                    kind = %event.kind,
+                    kind = %crate::telemetry::loggable(&event.kind),
                     workspace_id = %update.record.workspace_id,
                     status = %update.record.status,
                     plan = ?update.plan,
@@ -640,7 +640,7 @@ impl BillingService {
                 );
             }
             None => {
-                tracing::info!(%webhook_id, kind = %event.kind, "webhook acknowledged, nothing to apply")
+                tracing::info!(%webhook_id, kind = %crate::telemetry::loggable(&event.kind), "webhook acknowledged, nothing to apply")
             }
         }
         Ok(WebhookAnswer {
@@ -673,7 +673,7 @@ impl BillingService {
             },
         };
         let Some(workspace_id) = workspace_id else {
-            tracing::warn!(kind = %event.kind, subscription_id = ?data.subscription_id, "webhook for no known workspace");
+            tracing::warn!(kind = %crate::telemetry::loggable(&event.kind), subscription_id = ?data.subscription_id, "webhook for no known workspace");
             return Ok(None);
         };
         let existing = self.store.subscription(workspace_id).await?;

@@ -281,7 +281,9 @@ impl OAuthService {
 
     /// Dynamic client registration is open to anyone: limited per client address.
     pub fn admit_registration(&self, from: std::net::IpAddr) -> Result<()> {
-        self.doors.registrations_by_address.check(from)
+        self.doors
+            .registrations_by_address
+            .check(crate::services::abuse::address_key(from))
     }
 
     /// The protected resource's URL: what tokens are for.
@@ -651,10 +653,11 @@ impl OAuthService {
                 let family = code_family(&code_hash);
                 let Some(grant) = self.store.take_code(&code_hash, to_micros(now())).await? else {
                     // A code presented twice was stolen or leaked: the tokens issued from it
-                    // are revoked (RFC 6749 4.1.2). An unknown code has no family to end.
-                    let revoked = self.store.revoke_family(family, to_micros(now())).await?;
-                    if revoked > 0 {
-                        tracing::warn!(%client_id, family_id = %family, "authorization code replayed: the tokens issued from it are revoked");
+                    // are revoked (RFC 6749 4.1.2), and the mark makes an exchange still in
+                    // flight revoke what it issues. An unknown code has nothing to end.
+                    if self.store.mark_code_replayed(&code_hash, to_micros(now())).await? {
+                        let revoked = self.store.revoke_family(family, to_micros(now())).await?;
+                        tracing::warn!(%client_id, family_id = %family, revoked, "authorization code replayed: the tokens issued from it are revoked");
                     }
                     return Err(OAuthError::grant("the code is unknown, expired or already used"));
                 };
@@ -691,6 +694,11 @@ impl OAuthService {
                     &grant.scopes,
                 );
                 self.store.insert_tokens(&tokens).await?;
+                // Replayed while these were being issued: they die with the replay.
+                if self.store.code_replayed(&code_hash).await? {
+                    self.store.revoke_family(family, to_micros(now())).await?;
+                    return Err(OAuthError::grant("the code was presented twice: the connection is revoked"));
+                }
                 tracing::info!(%client_id, user_id = %grant.user_id, workspace_id = %grant.workspace_id, "oauth tokens issued");
                 Ok(TokenAnswer {
                     access_token: access,

@@ -912,15 +912,27 @@ macro_rules! accounts_sql {
                     return Ok(WebhookOutcome::Duplicate);
                 }
                 if let Some(update) = update {
-                    let last: Option<Option<i64>> = sqlx::query_scalar(
-                        "SELECT last_event_at FROM subscriptions WHERE workspace_id = $1",
+                    // Advancing the mark first locks the row (PostgreSQL), so concurrent
+                    // deliveries are ordered by it; an older event finds it ahead.
+                    let advanced = sqlx::query(
+                        "UPDATE subscriptions SET last_event_at = $1 WHERE workspace_id = $2 \
+                         AND (last_event_at IS NULL OR last_event_at <= $1)",
                     )
+                    .bind(event_micros)
                     .bind(update.record.workspace_id)
-                    .fetch_optional(&mut *tx)
+                    .execute(&mut *tx)
                     .await?;
-                    if last.flatten().is_some_and(|last| last > event_micros) {
-                        tx.commit().await?;
-                        return Ok(WebhookOutcome::Stale);
+                    if advanced.rows_affected() == 0 {
+                        let exists: i64 = sqlx::query_scalar(
+                            "SELECT COUNT(*) FROM subscriptions WHERE workspace_id = $1",
+                        )
+                        .bind(update.record.workspace_id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                        if exists > 0 {
+                            tx.commit().await?;
+                            return Ok(WebhookOutcome::Stale);
+                        }
                     }
                     Self::write_subscription(&mut tx, &update.record, update.plan).await?;
                     sqlx::query(

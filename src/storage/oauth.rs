@@ -109,4 +109,8 @@ pub trait OAuthStore: Send + Sync {
     async fn revoke_token(&self, token_hash: &str, now_micros: i64) -> StoreResult<bool>;
     /// Revokes every token of a family; how many were still live.
     async fn revoke_family(&self, family_id: Uuid, now_micros: i64) -> StoreResult<u64>;
+    /// Marks a used code as presented again; `false` when no used code has this hash.
+    async fn mark_code_replayed(&self, code_hash: &str, now_micros: i64) -> StoreResult<bool>;
+    /// Whether a code was presented again after it was used.
+    async fn code_replayed(&self, code_hash: &str) -> StoreResult<bool>;
 }

@@ -316,6 +316,29 @@ macro_rules! oauth_sql {
                 Ok(true)
             }
 
+            async fn mark_code_replayed(&self, code_hash: &str, now_micros: i64) -> StoreResult<bool> {
+                Ok(sqlx::query(
+                    "UPDATE oauth_codes SET replayed_at = $1 WHERE code_hash = $2 \
+                     AND used_at IS NOT NULL",
+                )
+                .bind(now_micros)
+                .bind(code_hash)
+                .execute(&self.writer)
+                .await?
+                .rows_affected()
+                    > 0)
+            }
+
+            async fn code_replayed(&self, code_hash: &str) -> StoreResult<bool> {
+                let replayed: Option<Option<i64>> = sqlx::query_scalar(
+                    "SELECT replayed_at FROM oauth_codes WHERE code_hash = $1",
+                )
+                .bind(code_hash)
+                .fetch_optional(&self.writer)
+                .await?;
+                Ok(replayed.flatten().is_some())
+            }
+
             async fn revoke_family(&self, family_id: Uuid, now_micros: i64) -> StoreResult<u64> {
                 Ok(sqlx::query(
                     "UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 \

@@ -209,6 +209,14 @@ impl Server {
             self.seen.join("\n")
         );
     }
+
+    /// Every log line so far.
+    pub(crate) fn lines_so_far(&mut self) -> &[String] {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        &self.seen
+    }
 }
 
 impl Drop for Server {

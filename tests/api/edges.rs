@@ -178,9 +178,12 @@ async fn sign_up_and_sign_in_are_limited_per_address_and_per_account_behind_a_tr
     assert_eq!(one_more.status(), 401);
     let spread = sign_in_as(&app, "a1@example.com", TEST_PASSWORD, Some("192.0.2.52")).await;
     assert_throttled(spread, "abuse.sign_in_per_email_per_hour").await;
-    // Another account is not affected.
-    let other = sign_in_as(&app, "a2@example.com", TEST_PASSWORD, Some("192.0.2.53")).await;
-    assert_eq!(other.status(), 200);
+    // Another account is not affected, and its own successes never fill its window.
+    for i in 0..6 {
+        let address = format!("192.0.2.{}", 60 + i);
+        let ok = sign_in_as(&app, "a2@example.com", TEST_PASSWORD, Some(&address)).await;
+        assert_eq!(ok.status(), 200);
+    }
 }
 
 #[tokio::test]
@@ -785,6 +788,36 @@ async fn a_body_that_does_not_arrive_is_answered_408_and_idle_connections_close(
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("http.body_timeout_secs"), "{answer}");
 
+    // A body that trickles in, a byte every 300 ms, meets the same deadline.
+    let trickle = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(&host).await.unwrap();
+        let head = format!(
+            "POST /api/memories HTTP/1.1\r\nHost: {host}\r\nX-API-Key: {}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
+            app.api_key
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let started = Instant::now();
+        let mut answer = vec![0u8; 4096];
+        let mut got = 0;
+        while started.elapsed() < Duration::from_secs(10) {
+            let _ = stream.write_all(b" ").await;
+            if let Ok(Ok(n)) =
+                tokio::time::timeout(Duration::from_millis(300), stream.read(&mut answer)).await
+            {
+                got = n;
+                break;
+            }
+        }
+        (
+            String::from_utf8_lossy(&answer[..got]).to_string(),
+            started.elapsed(),
+        )
+    };
+    assert!(trickle.0.starts_with("HTTP/1.1 408"), "{trickle:?}");
+    assert!(trickle.1 < Duration::from_secs(5), "{trickle:?}");
+
     // A connection that sends nothing at all is closed by the idle watchdog.
     let started = Instant::now();
     let answer = raw_exchange(&app, "").await;
@@ -864,5 +897,118 @@ async fn html_pages_cannot_be_framed() {
             .to_string();
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
         assert_eq!(response.headers()["x-frame-options"], "DENY", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn invitation_tokens_never_reach_the_log() {
+    let db = crate::helpers::fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = crate::cli::Server::start_with(&db, dir.path(), &[]);
+    let line: Value = serde_json::from_str(&server.wait_for("memvault listening")).unwrap();
+    let base = format!("http://{}", line["address"].as_str().unwrap());
+    let client = reqwest::Client::new();
+    let sign_up = |email: &'static str| {
+        let client = client.clone();
+        let url = format!("{base}/api/auth/sign-up");
+        async move {
+            let response = client
+                .post(url)
+                .json(&json!({"email": email, "password": TEST_PASSWORD}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 201);
+            let cookie = crate::helpers::session_cookie_of(&response);
+            let body: Value = response.json().await.unwrap();
+            (
+                cookie,
+                body["workspaces"][0]["id"].as_str().unwrap().to_string(),
+            )
+        }
+    };
+    let (owner, workspace) = sign_up("host@example.com").await;
+    let (guest, _) = sign_up("guest@example.com").await;
+    let invited: Value = client
+        .post(format!("{base}/api/workspaces/{workspace}/invitations"))
+        .header("Cookie", &owner)
+        .header("Origin", &base)
+        .json(&json!({"email": "guest@example.com"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = invited["token"].as_str().unwrap().to_string();
+    let page = client
+        .get(format!("{base}/app/invitations/{token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let accepted = client
+        .post(format!("{base}/api/invitations/{token}/accept"))
+        .header("Cookie", &guest)
+        .header("Origin", &base)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), 200);
+    // The request was logged, with the token replaced.
+    server.wait_for("/api/invitations/{token}/accept");
+    let leaked: Vec<&String> = server
+        .lines_so_far()
+        .iter()
+        .filter(|line| line.contains(&token))
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:?}");
+}
+
+async fn small_upload(app: &TestApp) -> reqwest::Response {
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(b"a small note".to_vec()).file_name("note.txt"),
+    );
+    app.with_key(
+        &app.api_key,
+        Method::POST,
+        "/api/context-vault/documents/upload",
+    )
+    .multipart(form)
+    .send()
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn uploads_past_the_concurrent_cap_are_told_to_retry() {
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_app_with(|s| s.http.max_uploads = 1).await;
+    let host = app.address.trim_start_matches("http://").to_string();
+    // One upload holds the only slot: its body trickles in.
+    let mut holder = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let head = format!(
+        "POST /api/context-vault/documents/upload HTTP/1.1\r\nHost: {host}\r\nX-API-Key: {}\r\n\
+         Content-Type: multipart/form-data; boundary=XYZ\r\nContent-Length: 100000\r\n\r\n--XYZ\r\n",
+        app.api_key
+    );
+    holder.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = small_upload(&app).await;
+    assert!(refused.headers().contains_key("retry-after"));
+    let body = assert_error(refused, 503, "http.max_uploads").await;
+    assert!(body["retryAfter"].as_u64().unwrap() >= 1, "{body}");
+    // The slot comes back when the holder goes.
+    drop(holder);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = small_upload(&app).await;
+        if response.status() == 202 {
+            break;
+        }
+        assert_eq!(response.status(), 503);
+        assert!(Instant::now() < deadline, "the upload slot never came back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

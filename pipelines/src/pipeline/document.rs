@@ -286,7 +286,7 @@ impl DocumentState {
                 match text {
                     Ok(text) => recognized.push((image.position, image.path.clone(), text)),
                     Err(error) => {
-                        tracing::warn!(document_id = %self.args.id, path = %image.path, %error, "ocr failed on an image");
+                        tracing::warn!(document_id = %self.args.id, path = ?image.path, %error, "ocr failed on an image");
                         failures.push(error);
                     }
                 }

@@ -917,7 +917,7 @@
         if (project.value.trim()) data.append('project', project.value.trim());
         data.append('file', file, file.name);
         try {
-          const { data: accepted } = await api('POST', '/api/context-vault/documents/upload', { formData: data });
+          const { data: accepted } = await api('POST', '/api/context-vault/documents/upload', { formData: data, query: { workspaceId: wsId() } });
           replace(line, h('span', { class: 'ok', text: `${file.name}: accepted (${accepted.document.status}).` }));
           announce(`${file.name} accepted`);
         } catch (error) {

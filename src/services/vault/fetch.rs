@@ -89,7 +89,7 @@ pub fn is_internal(ip: IpAddr) -> bool {
                 || (s[0] == 0x100 && s[1..4] == [0, 0, 0]) // discard-only 100::/64
                 || (s[0] == 0x2001 && s[1] < 0x200) // IETF protocol assignments 2001::/23 (Teredo included)
                 || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
-                || (s[0] & 0xfff0) == 0x3ff0 // documentation 3fff::/20
+                || (s[0] == 0x3fff && s[1] < 0x1000) // documentation 3fff::/20
                 || s[0] == 0x5f00 // segment routing SIDs 5f00::/16
                 || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
