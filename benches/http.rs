@@ -411,8 +411,16 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
     Ok(errors)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads start: the model's environment (see the function).
+    memvault::embedding::set_inference_environment();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     let errors = with_database(
         config.postgres_url.as_deref(),

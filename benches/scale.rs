@@ -1650,8 +1650,16 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     out
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads start: the model's environment (see the function).
+    memvault::embedding::set_inference_environment();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     let corpus = load_corpus(&config.scifact_dir, config.memories + SINGLE_SAVES)?;
     if corpus.texts.len() < config.memories + SINGLE_SAVES {

@@ -2682,8 +2682,16 @@ async fn bench(
     Ok(errors.count)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads start: the model's environment (see the function).
+    memvault::embedding::set_inference_environment();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let started = Instant::now();
     self_check();
     let config = Config::from_env()?;

@@ -325,8 +325,16 @@ async fn hostile_part() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads start: the model's environment (see the function).
+    memvault::embedding::set_inference_environment();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let started = Instant::now();
     let calls: usize = std::env::var("WORKERS_CALLS")
         .ok()

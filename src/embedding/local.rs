@@ -85,7 +85,10 @@ impl LocalEmbedder {
     }
 }
 
-/// Settings for the model's passes, made once before the first.
+/// The environment the model's passes read, set once by `main` before any thread starts
+/// (setting a variable while other threads may read the environment is a data race; Rust 2024
+/// makes it `unsafe` for that reason). Programs that start threads before they can call this
+/// (the test harness) run with candle's own defaults, which only costs speed.
 ///
 /// - candle sizes its matrix products by `RAYON_NUM_THREADS` and, when that is unset, counts
 ///   the physical cores by reading `/proc/cpuinfo` on every tensor operation: a quarter of a
@@ -102,16 +105,20 @@ impl LocalEmbedder {
 ///   is raised to a second. Only when the option reads its documented default: the option has
 ///   no named constant in the bindings, and it is the one before `use_numa_nodes` in mimalloc
 ///   v3's list.
+pub fn set_inference_environment() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let cores = num_cpus::get_physical().max(1);
+        std::env::set_var("RAYON_NUM_THREADS", cores.to_string());
+    }
+    if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
+        std::env::set_var("CANDLE_BARRIER_POOL_SPIN_LIMIT", "1");
+    }
+}
+
+/// The allocator's settings for the model's passes (no environment: safe at any time).
 fn tune_for_inference() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if std::env::var_os("RAYON_NUM_THREADS").is_none() {
-            let cores = num_cpus::get_physical().max(1);
-            std::env::set_var("RAYON_NUM_THREADS", cores.to_string());
-        }
-        if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
-            std::env::set_var("CANDLE_BARRIER_POOL_SPIN_LIMIT", "1");
-        }
         const PURGE_DELAY: libmimalloc_sys::mi_option_t =
             libmimalloc_sys::mi_option_use_numa_nodes - 1;
         // SAFETY: reading and setting a mimalloc option has no preconditions.
@@ -347,12 +354,11 @@ mod tests {
     #[test]
     fn loading_the_model_raises_the_allocators_purge_delay() {
         let _model = model();
+        // SAFETY: reading a mimalloc option has no preconditions.
         let delay = unsafe {
             libmimalloc_sys::mi_option_get(libmimalloc_sys::mi_option_use_numa_nodes - 1)
         };
         assert_eq!(delay, 1_000);
-        assert!(std::env::var("RAYON_NUM_THREADS").is_ok());
-        assert!(std::env::var("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_ok());
     }
 
     #[test]

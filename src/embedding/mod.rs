@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-pub use local::LocalEmbedder;
+pub use local::{set_inference_environment, LocalEmbedder};
 /// Whether those products run on AMX tiles here (AMX-TILE and AMX-BF16, granted by Linux).
 pub use memvault_kernels::bf16::amx_supported as bf16_amx_supported;
 /// Whether this CPU runs the bfloat16 products of `embedding_precision = "bf16"`.

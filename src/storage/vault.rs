@@ -103,7 +103,9 @@ pub trait VaultStore: Send + Sync + 'static {
     /// Documents in `pending`, `processing` or `retrying`, oldest first.
     async fn unfinished_documents(&self) -> StoreResult<Vec<Unfinished>>;
     /// Back to `pending` with no attempts and no error (a retry on request); the committed
-    /// phases stay, so the work resumes after them. `false` when there is no such document.
+    /// phases stay, so the work resumes after them. Only from `failed` or `cancelled`, in the
+    /// same statement (the supervisor owns every other status): `false` when there is no such
+    /// document or it is in another status.
     async fn reset_document(
         &self,
         workspace_id: Uuid,

@@ -714,7 +714,8 @@ macro_rules! vault_sql {
                 let mut tx = self.writer.begin().await?;
                 let done = sqlx::query(
                     "UPDATE vault_documents SET status = 'pending', attempts = 0, error = NULL, \
-                     completed_at = NULL, updated_at = $1 WHERE id = $2 AND workspace_id = $3",
+                     completed_at = NULL, updated_at = $1 WHERE id = $2 AND workspace_id = $3 \
+                     AND status IN ('failed', 'cancelled')",
                 )
                 .bind(at_micros)
                 .bind(id)

@@ -495,6 +495,11 @@ async fn status_changes_append_history_in_order() {
         .reset_document(env.workspace_id, id, t + 6)
         .await
         .unwrap());
+    // Only a failed or cancelled document: now pending, a second reset is refused.
+    assert!(!store
+        .reset_document(env.workspace_id, id, t + 7)
+        .await
+        .unwrap());
     assert!(!store
         .reset_document(env.workspace_id, Uuid::now_v7(), t + 6)
         .await

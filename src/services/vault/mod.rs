@@ -818,9 +818,17 @@ impl VaultService {
                 document.status.as_str()
             )));
         }
-        self.store
+        if !self
+            .store
             .reset_document(caller.workspace_id, document.id, to_micros(now()))
-            .await?;
+            .await?
+        {
+            // Retried or resumed by someone else in between.
+            return Err(Error::Conflict(
+                "the document is no longer failed or cancelled; only failed or cancelled documents can be retried"
+                    .to_string(),
+            ));
+        }
         self.ingestion()?
             .submit(document.id, caller.workspace_id, 1)
             .map_err(|e| Error::Unavailable(e.to_string()))?;
