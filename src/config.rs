@@ -294,6 +294,9 @@ pub struct Settings {
     pub abuse: AbuseLimits,
     /// The HTTP server's defences against slow and large clients, and the trusted proxy.
     pub http: HttpSettings,
+    /// When set, `GET /metrics` needs `Authorization: Bearer <token>`; unset, it is open on the
+    /// listen address.
+    pub metrics_token: Option<String>,
     /// Argon2id memory cost in KiB (OWASP's minimum, 19 MiB, by default).
     pub password_memory_kib: u32,
     /// `local` (plans change on this server, for self-hosting) or `hosted` (a payment
@@ -402,6 +405,7 @@ impl Default for Settings {
             invitation_ttl_days: 7,
             abuse: AbuseLimits::default(),
             http: HttpSettings::default(),
+            metrics_token: None,
             password_memory_kib: 19 * 1024,
             billing_provider: BillingKind::Local,
             billing_url: None,
@@ -456,6 +460,7 @@ impl Settings {
         shown.llm_key = hide(&self.llm_key);
         shown.billing_key = hide(&self.billing_key);
         shown.billing_webhook_secret = hide(&self.billing_webhook_secret);
+        shown.metrics_token = hide(&self.metrics_token);
         shown.embeddings_url = self.embeddings_url.as_deref().map(mask_url_password);
         shown.llm_url = self.llm_url.as_deref().map(mask_url_password);
         serde_json::to_value(shown).unwrap_or_default()

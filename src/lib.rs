@@ -21,6 +21,7 @@ pub mod http;
 pub mod judge;
 pub mod llm;
 pub mod mcp;
+pub mod metrics;
 pub mod model;
 pub mod ocr;
 pub mod sandbox;

@@ -148,10 +148,12 @@ impl Application {
             );
         }
         let extra = overrides.routes.unwrap_or_default();
+        let metrics = crate::metrics::Metrics::new();
         let embedder = match overrides.embedder {
             Some(embedder) => embedder,
             None => load_embedder(settings).await?,
         };
+        let embedder = crate::embedding::Measured::wrap(embedder, metrics.clone());
         let started = Instant::now();
         let store = storage::connect(settings).await.with_context(|| {
             format!(
@@ -198,6 +200,7 @@ impl Application {
             engine,
             maintainer: maintainer.clone(),
             judge,
+            metrics: metrics.clone(),
             tuning: Tuning {
                 max_content_chars: settings.max_content_chars,
                 dedup_threshold: settings.dedup_threshold,
@@ -334,6 +337,15 @@ impl Application {
             uploads: Arc::new(tokio::sync::Semaphore::new(
                 settings.http.max_uploads.max(1),
             )),
+            metrics: http::MetricsState {
+                metrics,
+                token: settings
+                    .metrics_token
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string),
+            },
             client_addr: http::extract::AddressSource::new(
                 settings.http.trusted_proxy_header.as_deref(),
             )?,

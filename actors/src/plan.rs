@@ -77,6 +77,17 @@ impl EndpointClass {
         EndpointClass::Write,
     ];
 
+    /// Its name in metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            EndpointClass::Save => "save",
+            EndpointClass::Search => "search",
+            EndpointClass::Feedback => "feedback",
+            EndpointClass::Read => "read",
+            EndpointClass::Write => "write",
+        }
+    }
+
     pub fn index(self) -> usize {
         match self {
             EndpointClass::Save => 0,

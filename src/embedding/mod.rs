@@ -183,6 +183,40 @@ pub fn from_bytes(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+/// An embedder whose every call is measured (batch size and latency) in the server's metrics.
+pub struct Measured {
+    inner: Arc<dyn Embedder>,
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl Measured {
+    pub fn wrap(
+        inner: Arc<dyn Embedder>,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Arc<dyn Embedder> {
+        Arc::new(Measured { inner, metrics })
+    }
+}
+
+#[async_trait]
+impl Embedder for Measured {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let count = texts.len();
+        let started = std::time::Instant::now();
+        let vectors = self.inner.embed(texts).await;
+        self.metrics.embedded(count, started.elapsed());
+        vectors
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod memories;
+pub mod metrics;
 pub mod oauth;
 pub mod openapi;
 pub mod serve;
@@ -48,6 +49,14 @@ pub struct AppState {
     pub uploads: Arc<tokio::sync::Semaphore>,
     /// Where the client's address comes from (`http.trusted_proxy_header`).
     pub client_addr: extract::AddressSource,
+    pub metrics: MetricsState,
+}
+
+/// The server's metrics and the token `/metrics` asks for, if any.
+#[derive(Clone)]
+pub struct MetricsState {
+    pub metrics: Arc<crate::metrics::Metrics>,
+    pub token: Option<String>,
 }
 
 /// Body limits and the body timeout.
@@ -240,6 +249,7 @@ fn routes() -> Router<AppState> {
         .route("/api/memories/{id}/history", get(memories::history))
         .route("/api/memories/{id}/feedback", post(memories::feedback))
         .route("/healthz", get(health::healthz))
+        .route("/metrics", get(metrics::scrape))
         .route("/readyz", get(health::readyz))
 }
 
@@ -266,6 +276,11 @@ pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Rout
         )
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
+        // After routing, so that the route template is known.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::record,
+        ))
         .with_state(state)
         .merge(docs)
         .layer(

@@ -25,17 +25,29 @@ pub use memories::MemoryService;
 
 /// Where a request's rate-limit status lands, for the adapter to report (`X-RateLimit-*`).
 #[derive(Debug, Clone, Default)]
-pub struct RateSlot(Arc<Mutex<Option<RateStatus>>>);
+pub struct RateSlot(Arc<Mutex<(Option<RateStatus>, Option<&'static str>)>>);
 
 impl RateSlot {
     pub fn set(&self, status: RateStatus) {
         if let Ok(mut slot) = self.0.lock() {
-            *slot = Some(status);
+            slot.0 = Some(status);
         }
     }
 
     pub fn get(&self) -> Option<RateStatus> {
-        self.0.lock().ok().and_then(|slot| *slot)
+        self.0.lock().ok().and_then(|slot| slot.0)
+    }
+
+    /// Records that the request was refused by the limit of `class` (for metrics).
+    pub fn refuse(&self, class: &'static str) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.1 = Some(class);
+        }
+    }
+
+    /// The class whose limit refused the request, if one did.
+    pub fn refused(&self) -> Option<&'static str> {
+        self.0.lock().ok().and_then(|slot| slot.1)
     }
 }
 
@@ -148,6 +160,7 @@ pub(crate) async fn admit(
         }
         Admission::RateLimited { rate } => {
             caller.rate.set(rate);
+            caller.rate.refuse(class.name());
             Err(Error::RateLimited { rate })
         }
         Admission::MemoryLimitReached { rate, limit } => {

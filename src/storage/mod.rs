@@ -80,6 +80,12 @@ pub trait Store:
     fn backend(&self) -> Backend;
     async fn ping(&self) -> StoreResult<()>;
     async fn close(&self);
+    /// Connections of the pools: `(in use, idle)`.
+    fn pool_use(&self) -> (u32, u32);
+    /// Vault documents by status, over every workspace (metrics).
+    async fn document_status_counts(&self) -> StoreResult<Vec<(String, i64)>>;
+    /// When the oldest pending vault document was created (microseconds), if any.
+    async fn oldest_pending_document(&self) -> StoreResult<Option<i64>>;
 
     // Workspaces and keys.
     async fn insert_workspace_with_key(

@@ -436,6 +436,40 @@ macro_rules! sql_store {
                 self.writer.close().await;
             }
 
+            fn pool_use(&self) -> (u32, u32) {
+                let mut used = 0u32;
+                let mut idle = 0u32;
+                // PostgreSQL's writer is the same pool as its readers.
+                let pools: &[&sqlx::Pool<$db>] = if matches!($backend, Backend::Postgres) {
+                    &[&self.pool]
+                } else {
+                    &[&self.pool, &self.writer]
+                };
+                for pool in pools {
+                    let size = pool.size();
+                    let free = u32::try_from(pool.num_idle()).unwrap_or(size);
+                    used += size.saturating_sub(free);
+                    idle += free;
+                }
+                (used, idle)
+            }
+
+            async fn document_status_counts(&self) -> StoreResult<Vec<(String, i64)>> {
+                Ok(sqlx::query_as::<$db, (String, i64)>(
+                    "SELECT status, COUNT(*) FROM vault_documents GROUP BY status",
+                )
+                .fetch_all(&self.pool)
+                .await?)
+            }
+
+            async fn oldest_pending_document(&self) -> StoreResult<Option<i64>> {
+                Ok(sqlx::query_scalar::<$db, Option<i64>>(
+                    "SELECT MIN(created_at) FROM vault_documents WHERE status = 'pending'",
+                )
+                .fetch_one(&self.pool)
+                .await?)
+            }
+
             async fn insert_workspace_with_key(
                 &self,
                 w: &Workspace,

@@ -17,6 +17,7 @@ mod hostile;
 mod keys;
 mod mcp;
 mod memories;
+mod metrics;
 mod oauth;
 mod operations;
 mod retrieval;

@@ -355,6 +355,7 @@ pub struct MemoryDeps {
     pub engine: Arc<SearchEngine>,
     pub maintainer: ActorRef<MaintenanceMsg>,
     pub judge: Arc<dyn UpdateJudge>,
+    pub metrics: Arc<crate::metrics::Metrics>,
     pub tuning: Tuning,
 }
 
@@ -366,6 +367,7 @@ pub struct MemoryService {
     engine: Arc<SearchEngine>,
     maintainer: ActorRef<MaintenanceMsg>,
     judge: Arc<dyn UpdateJudge>,
+    metrics: Arc<crate::metrics::Metrics>,
     tuning: Tuning,
     jobs: notes::JobsSlot,
     gate: Gate,
@@ -384,6 +386,7 @@ impl MemoryService {
             engine: deps.engine,
             maintainer: deps.maintainer,
             judge: deps.judge,
+            metrics: deps.metrics,
             tuning: deps.tuning,
             jobs: Arc::new(std::sync::OnceLock::new()),
         }
@@ -489,6 +492,11 @@ impl MemoryService {
         if let Some(permit) = permit {
             permit.finish(result.status == SaveStatus::Created);
         }
+        self.metrics.saved(match result.status {
+            SaveStatus::Created => "created",
+            SaveStatus::Duplicate => "duplicate",
+            SaveStatus::Superseded => "superseded",
+        });
         Ok(CreateOutcome::Saved(Box::new(result)))
     }
 

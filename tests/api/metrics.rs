@@ -1,0 +1,157 @@
+//! `GET /metrics` (issue 31, first part): every family is exported, and a scripted workload
+//! moves the counters by exactly what it did.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{spawn_app, spawn_app_with, TestApp};
+
+async fn scrape(app: &TestApp) -> String {
+    let response = app.get("/metrics").await;
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    response.text().await.unwrap()
+}
+
+/// The value of the sample `name{labels}` (labels as the exporter writes them), if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.split_whitespace().next()?.parse().ok())
+}
+
+#[tokio::test]
+async fn a_scripted_workload_shows_in_every_family() {
+    let app = spawn_app().await;
+    for content in [
+        "Maya's favourite tea is genmaicha",
+        "The office plants are watered on Mondays",
+        "Our staging database runs PostgreSQL 17",
+        "Maya's favourite tea is genmaicha",
+    ] {
+        app.save(content, json!({})).await;
+    }
+    // A document, to fill the document gauges.
+    let (status, accepted) = crate::helpers::json_of(
+        app.with_key(&app.api_key, Method::POST, "/api/context-vault/documents")
+            .json(&json!({"sourceType": "text", "content": "The kitchen closes at nine."}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["document"]["id"].as_str().unwrap().to_string();
+    crate::vault::settle_in(&app, &id, "").await;
+    // The write window, spent, for a refusal by class.
+    let mut refused = false;
+    for _ in 0..500 {
+        let response = app
+            .with_key(
+                &app.api_key,
+                Method::DELETE,
+                &format!("/api/context-vault/documents/{}", uuid::Uuid::new_v4()),
+            )
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 429 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused);
+
+    let text = scrape(&app).await;
+    assert_eq!(
+        sample(&text, r#"memvault_saves_total{status="created"}"#),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"memvault_saves_total{status="duplicate"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"memvault_http_requests_total{route="/api/memories",method="POST",status="201"}"#
+        ),
+        Some(4.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"memvault_http_request_duration_seconds_count{route="/api/memories",method="POST"}"#
+        ),
+        Some(4.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"memvault_rate_limited_total{class="write"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "memvault_embedding_batch_size_count").unwrap_or(0.0) >= 1.0,
+        "{text}"
+    );
+    assert!(sample(&text, "memvault_embedding_duration_seconds_count").unwrap_or(0.0) >= 1.0);
+    assert_eq!(
+        sample(&text, r#"memvault_documents{status="completed"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "memvault_documents_pending"),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "memvault_documents_oldest_pending_age_seconds"),
+        Some(0.0)
+    );
+    assert!(
+        sample(&text, r#"memvault_db_connections{state="idle"}"#).is_some(),
+        "{text}"
+    );
+    // Route templates, never raw paths: no document id appears.
+    assert!(!text.contains(&id), "{text}");
+    assert!(
+        text.contains(r#"route="/api/context-vault/documents/{id}""#),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn metrics_can_require_a_token() {
+    let app = spawn_app_with(|s| s.metrics_token = Some("scrape-me".to_string())).await;
+    let refused = app.get("/metrics").await;
+    assert_eq!(refused.status(), 401);
+    let wrong = app
+        .client
+        .get(app.url("/metrics"))
+        .header("Authorization", "Bearer nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let ok = app
+        .client
+        .get(app.url("/metrics"))
+        .header("Authorization", "Bearer scrape-me")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(ok
+        .text()
+        .await
+        .unwrap()
+        .contains("memvault_http_requests_total"));
+}
