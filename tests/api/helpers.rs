@@ -347,6 +347,25 @@ impl TestApp {
         json["memory"].clone()
     }
 
+    /// Spends the workspace's write window on cheap writes (deletes of documents that do not
+    /// exist) until one is refused with 429.
+    pub async fn spend_write_window(&self) {
+        for _ in 0..1_000 {
+            let response = self
+                .request(
+                    Method::DELETE,
+                    &format!("/api/context-vault/documents/{}", Uuid::new_v4()),
+                )
+                .send()
+                .await
+                .unwrap();
+            if response.status() == 429 {
+                return;
+            }
+        }
+        panic!("the write window never filled");
+    }
+
     /// From now on every embedding this server asks for fails (as a down embedding server).
     pub fn embedder_fails(&self) {
         self.embedder_off.store(true, Ordering::SeqCst);
