@@ -58,6 +58,7 @@ pub struct Overrides {
 pub struct Application {
     listener: TcpListener,
     serve_limits: http::serve::ServeLimits,
+    liveness: crate::services::liveness::Liveness,
     router: Router,
     store: Arc<dyn Store>,
     workspaces: Workspaces,
@@ -332,7 +333,14 @@ impl Application {
             webhook_secret,
             settings.billing_webhook_tolerance_secs,
         ));
+        let liveness = crate::services::liveness::Liveness::new(vec![
+            ("workspace_registry", workspaces.cell()),
+            ("index_maintainer", maintainer.get_cell()),
+            ("jobs_supervisor", jobs.get_cell()),
+            ("ingestion_supervisor", ingestion.cell()),
+        ]);
         let state = AppState {
+            liveness: liveness.clone(),
             oauth: OAuthService::new(store.clone(), accounts.doors()),
             uploads: Arc::new(tokio::sync::Semaphore::new(
                 settings.http.max_uploads.max(1),
@@ -387,6 +395,7 @@ impl Application {
             );
         }
         Ok(Application {
+            liveness,
             serve_limits: http::serve::ServeLimits {
                 header_timeout: Duration::from_secs(settings.http.header_timeout_secs.max(1)),
                 idle_timeout: Duration::from_secs(settings.http.idle_timeout_secs.max(1)),
@@ -438,6 +447,11 @@ impl Application {
             }
         }
         false
+    }
+
+    /// The supervised actors (tests stop one to see readiness follow).
+    pub fn liveness(&self) -> &crate::services::liveness::Liveness {
+        &self.liveness
     }
 
     /// The vault service (tests reach the ingestion supervisor through it).

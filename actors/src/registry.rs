@@ -470,6 +470,11 @@ impl Workspaces {
     pub fn stop(&self) {
         self.registry.stop(None);
     }
+
+    /// The registry's cell (readiness checks that it runs).
+    pub fn cell(&self) -> ractor::ActorCell {
+        self.registry.get_cell()
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! Liveness and readiness.
 
+use std::collections::BTreeMap;
+
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppState;
-use crate::error::Error;
 use crate::storage::Backend;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -17,9 +19,15 @@ pub struct Health {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
+    /// `ready`, or `not ready` (503).
     pub status: &'static str,
     /// `sqlite` or `postgres`.
     pub database: &'static str,
+    /// Each part and its state: `database` (`ok` or `unreachable`), `model` (`ok`), and every
+    /// supervised actor (`ok` or `down`).
+    pub parts: BTreeMap<String, String>,
+    /// The parts that are not `ok`.
+    pub failing: Vec<String>,
 }
 
 /// The process is up.
@@ -29,25 +37,51 @@ pub async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// The database answers.
+/// Ready when the database answers, the sentence encoder is loaded and every supervised actor
+/// runs; otherwise 503 with the same body naming the failing parts.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
     (status = 200, description = "ready to serve", body = Readiness),
-    (status = 503, description = "the database does not answer", body = super::error::ErrorBody)))]
-pub async fn readyz(State(state): State<AppState>) -> Result<(StatusCode, Json<Readiness>), Error> {
-    state
-        .store
-        .ping()
-        .await
-        .map_err(|e| Error::Unavailable(format!("database not reachable: {e}")))?;
-    let database = match state.store.backend() {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
+    (status = 503, description = "a part is not ready (named in `failing`)", body = Readiness)))]
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let mut parts = BTreeMap::new();
+    let database = match state.store.ping().await {
+        Ok(()) => "ok",
+        Err(error) => {
+            tracing::warn!(%error, "readiness: the database does not answer");
+            "unreachable"
+        }
     };
-    Ok((
-        StatusCode::OK,
-        Json(Readiness {
-            status: "ready",
-            database,
-        }),
-    ))
+    parts.insert("database".to_string(), database.to_string());
+    // Start-up fails without an encoder: once serving, it is loaded.
+    parts.insert("model".to_string(), "ok".to_string());
+    for (name, alive) in state.liveness.report() {
+        parts.insert(
+            name.to_string(),
+            if alive { "ok" } else { "down" }.to_string(),
+        );
+    }
+    let failing: Vec<String> = parts
+        .iter()
+        .filter(|(_, v)| *v != "ok")
+        .map(|(k, _)| k.clone())
+        .collect();
+    let ready = failing.is_empty();
+    let body = Readiness {
+        status: if ready { "ready" } else { "not ready" },
+        database: match state.store.backend() {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        },
+        parts,
+        failing,
+    };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut response = (status, Json(body)).into_response();
+    // The body is already the answer: the error envelope leaves it alone.
+    response.extensions_mut().insert(super::error::KeepBody);
+    response
 }

@@ -50,6 +50,8 @@ pub struct AppState {
     /// Where the client's address comes from (`http.trusted_proxy_header`).
     pub client_addr: extract::AddressSource,
     pub metrics: MetricsState,
+    /// The supervised actors, for `/readyz`.
+    pub liveness: crate::services::liveness::Liveness,
 }
 
 /// The server's metrics and the token `/metrics` asks for, if any.

@@ -170,6 +170,8 @@ pub fn test_settings(db: &TestDb) -> Settings {
 pub struct TestApp {
     /// The vault service of the running server (tests reach the ingestion supervisor).
     pub vault: Arc<memvault::services::vault::VaultService>,
+    /// The server's supervised actors (readiness tests stop one).
+    pub liveness: memvault::services::liveness::Liveness,
     pub address: String,
     pub client: reqwest::Client,
     pub workspace_id: Uuid,
@@ -259,12 +261,14 @@ async fn start_server(
     let store = app.store();
     let workspaces = app.workspaces().clone();
     let vault = app.vault().clone();
+    let liveness = app.liveness().clone();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
     }));
     TestApp {
         vault,
+        liveness,
         address,
         client: reqwest::Client::new(),
         workspace_id: Uuid::nil(),

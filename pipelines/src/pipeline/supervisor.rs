@@ -554,6 +554,11 @@ impl Ingestion {
     pub fn stop(&self) {
         self.supervisor.stop(None);
     }
+
+    /// The supervisor's cell (readiness checks that it runs).
+    pub fn cell(&self) -> ractor::ActorCell {
+        self.supervisor.get_cell()
+    }
 }
 
 #[cfg(test)]
