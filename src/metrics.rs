@@ -132,6 +132,22 @@ impl Metrics {
             "Database pool connections by state (idle, used)",
             db_connections.clone(),
         );
+        // The bounded label sets start at zero, so that their families are always exported.
+        for class in ["save", "search", "feedback", "read", "write"] {
+            let _ = rate_limited.get_or_create(&ClassLabels {
+                class: class.to_string(),
+            });
+        }
+        for status in ["created", "duplicate", "superseded"] {
+            let _ = saves.get_or_create(&StatusLabels {
+                status: status.to_string(),
+            });
+        }
+        for state in ["used", "idle"] {
+            let _ = db_connections.get_or_create(&StateLabels {
+                state: state.to_string(),
+            });
+        }
         Arc::new(Metrics {
             registry,
             http_requests,

@@ -139,3 +139,51 @@ async fn metrics_can_require_a_token() {
         .unwrap()
         .contains("memvault_http_requests_total"));
 }
+
+/// Metric names a PromQL expression reads (`memvault_...`), without a sample suffix.
+fn families_in(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("memvault_") {
+        let name: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[at + name.len()..];
+        let base = ["_total", "_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(&name)
+            .to_string();
+        out.push(base);
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_grafana_dashboard_queries_only_exported_metrics() {
+    let app = spawn_app().await;
+    // The first scrape is itself a request: the second shows the request families too.
+    scrape(&app).await;
+    let text = scrape(&app).await;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/grafana/memvault.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let families = families_in(expr);
+            assert!(!families.is_empty(), "{expr}");
+            for family in families {
+                assert!(
+                    text.contains(&format!("# TYPE {family} ")),
+                    "panel '{}' queries {family}, which the server does not export:\n{text}",
+                    panel["title"]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "{checked}");
+}
