@@ -64,6 +64,11 @@ pub struct Metrics {
     pub queue_depth: Gauge,
     pub oldest_pending_seconds: Gauge,
     pub db_connections: Family<StateLabels, Gauge>,
+    /// Generations of the ingestion supervisor that ended, by outcome (`completed`, `failed`,
+    /// `retried`), brought up to the supervisor's own totals at each scrape.
+    pub generations: Family<StatusLabels, Counter>,
+    /// Documents running, queued, and waiting for a retry's backoff in the supervisor.
+    pub ingestion: Family<StateLabels, Gauge>,
 }
 
 impl Metrics {
@@ -132,6 +137,28 @@ impl Metrics {
             "Database pool connections by state (idle, used)",
             db_connections.clone(),
         );
+        let generations = Family::<StatusLabels, Counter>::default();
+        registry.register(
+            "document_generations",
+            "Document generations ended, by outcome (completed, failed for good, retried)",
+            generations.clone(),
+        );
+        let ingestion = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "ingestion_documents",
+            "Documents in the ingestion supervisor by state (running, queued, waiting_retry)",
+            ingestion.clone(),
+        );
+        for outcome in ["completed", "failed", "retried"] {
+            let _ = generations.get_or_create(&StatusLabels {
+                status: outcome.to_string(),
+            });
+        }
+        for state in ["running", "queued", "waiting_retry"] {
+            let _ = ingestion.get_or_create(&StateLabels {
+                state: state.to_string(),
+            });
+        }
         // The bounded label sets start at zero, so that their families are always exported.
         for class in ["save", "search", "feedback", "read", "write"] {
             let _ = rate_limited.get_or_create(&ClassLabels {
@@ -160,7 +187,29 @@ impl Metrics {
             queue_depth,
             oldest_pending_seconds,
             db_connections,
+            generations,
+            ingestion,
         })
+    }
+
+    /// Brings the generation counters up to the supervisor's totals (a counter never goes
+    /// down: a supervisor that started afresh counts on from where it was).
+    pub fn generations_up_to(&self, outcome: &str, total: u64) {
+        let counter = self.generations.get_or_create(&StatusLabels {
+            status: outcome.to_string(),
+        });
+        let seen = counter.get();
+        if total > seen {
+            counter.inc_by(total - seen);
+        }
+    }
+
+    pub fn ingestion_state(&self, state: &str, value: usize) {
+        self.ingestion
+            .get_or_create(&StateLabels {
+                state: state.to_string(),
+            })
+            .set(i64::try_from(value).unwrap_or(i64::MAX));
     }
 
     pub fn request(&self, route: &str, method: &str, status: u16, took: Duration) {

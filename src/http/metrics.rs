@@ -87,6 +87,16 @@ pub async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Result
         (crate::model::to_micros(crate::model::now()) - created).max(0) / 1_000_000
     });
     metrics.oldest_pending_seconds.set(age);
+    // The supervisor's own counts; a supervisor that does not answer is left out (readiness
+    // says it is down).
+    if let Some(stats) = state.vault.ingestion_stats().await {
+        metrics.generations_up_to("completed", stats.completed);
+        metrics.generations_up_to("failed", stats.failed);
+        metrics.generations_up_to("retried", stats.retried);
+        metrics.ingestion_state("running", stats.running);
+        metrics.ingestion_state("queued", stats.queued);
+        metrics.ingestion_state("waiting_retry", stats.waiting);
+    }
     let (used, idle) = state.store.pool_use();
     for (name, value) in [("used", used), ("idle", idle)] {
         metrics

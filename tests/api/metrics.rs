@@ -97,6 +97,27 @@ async fn a_scripted_workload_shows_in_every_family() {
         "{text}"
     );
     assert_eq!(
+        sample(
+            &text,
+            r#"memvault_document_generations_total{status="completed"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"memvault_document_generations_total{status="failed"}"#
+        ),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"memvault_ingestion_documents{state="queued"}"#),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
         sample(&text, "memvault_documents_oldest_pending_age_seconds"),
         Some(0.0)
     );

@@ -235,6 +235,11 @@ impl VaultService {
         let _ = self.ingestion.set(ingestion);
     }
 
+    /// The ingestion supervisor's counts, if it answers (metrics).
+    pub async fn ingestion_stats(&self) -> Option<memvault_pipelines::pipeline::IngestStats> {
+        self.ingestion().ok()?.stats().await.ok()
+    }
+
     pub fn ingestion(&self) -> Result<&Ingestion> {
         self.ingestion
             .get()
