@@ -192,8 +192,10 @@ impl Metrics {
         })
     }
 
-    /// Brings the generation counters up to the supervisor's totals (a counter never goes
-    /// down: a supervisor that started afresh counts on from where it was).
+    /// Brings the generation counters up to the supervisor's totals. A counter never goes
+    /// down: should the supervisor start afresh (counting from zero), its new ends show only
+    /// once its totals pass the exported ones. Two scrapes at the same instant may both add
+    /// the same difference (scrapes are expected one at a time).
     pub fn generations_up_to(&self, outcome: &str, total: u64) {
         let counter = self.generations.get_or_create(&StatusLabels {
             status: outcome.to_string(),
