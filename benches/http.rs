@@ -412,12 +412,7 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
 }
 
 fn main() -> anyhow::Result<()> {
-    // Before the runtime's threads start: the model's environment (see the function).
-    memvault::embedding::set_inference_environment();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    memvault::startup::runtime()?.block_on(run())
 }
 
 async fn run() -> anyhow::Result<()> {

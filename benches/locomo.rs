@@ -1405,12 +1405,7 @@ fn missing_data(config: &Config) -> ! {
 }
 
 fn main() -> anyhow::Result<()> {
-    // Before the runtime's threads start: the model's environment (see the function).
-    memvault::embedding::set_inference_environment();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    memvault::startup::runtime()?.block_on(run())
 }
 
 async fn run() -> anyhow::Result<()> {

@@ -1651,12 +1651,7 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
 }
 
 fn main() -> anyhow::Result<()> {
-    // Before the runtime's threads start: the model's environment (see the function).
-    memvault::embedding::set_inference_environment();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    memvault::startup::runtime()?.block_on(run())
 }
 
 async fn run() -> anyhow::Result<()> {

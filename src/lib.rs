@@ -3,7 +3,7 @@
 //! Layers, each importing only downward (see ARCHITECTURE.md):
 //! entry (`main`, [`startup`], [`cli`]) -> adapters ([`http`], [`mcp`]) -> [`services`] ->
 //! engines ([`storage`], [`billing`], [`search`], [`embedding`], [`judge`], [`text`], the `memvault-actors`
-//! crate) -> [`config`], [`error`], [`model`].
+//! crate) -> [`config`], [`error`], [`model`], [`metrics`], [`loggable`].
 
 /// Every binary built on this crate (the server, the benches, the tests) allocates through
 /// mimalloc: the embedding model allocates and frees buffers of tens of megabytes for every
@@ -20,6 +20,7 @@ pub mod error;
 pub mod http;
 pub mod judge;
 pub mod llm;
+pub mod loggable;
 pub mod mcp;
 pub mod metrics;
 pub mod model;

@@ -14,13 +14,8 @@ fn main() -> anyhow::Result<()> {
     {
         std::process::exit(worker::main());
     }
-    // Before the runtime and its threads: the only place the environment is written.
-    memvault::embedding::set_inference_environment();
     let cli = Cli::parse();
     let settings = Settings::load().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
     telemetry::init(settings.log_format, &settings.log_level);
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(cli::run(cli, settings))
+    memvault::startup::runtime()?.block_on(cli::run(cli, settings))
 }

@@ -571,6 +571,16 @@ pub fn accounts_config(settings: &Settings) -> AccountsConfig {
     }
 }
 
+/// The runtime every memvault program runs in (the server, the command line, the benches).
+/// Call it from `main` before any thread is started: it first sets the model's environment
+/// (see `embedding::set_inference_environment`), the only place the environment is written.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    crate::embedding::set_inference_environment();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
 /// Completes on SIGTERM or Ctrl-C.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

@@ -12,7 +12,6 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use crate::error::Error;
-use crate::model::Source;
 use crate::services::{AccountsService, Principal, RateSlot};
 
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -108,26 +107,32 @@ impl FromRequestParts<AppState> for Principal {
             .unwrap_or_default();
         if let Some(key) = parts.headers.get(API_KEY_HEADER) {
             let identity = state.accounts.authenticate_key(key.to_str().ok()).await?;
-            let mut who = Principal::new(identity, rate, Source::Api);
-            who.source = AccountsService::rest_source(&who.identity);
-            who.addressed = addressed_workspace(parts.uri.query())?;
-            return Ok(who);
+            return rest_principal(identity, rate, parts);
         }
         if let Some(token) = session_cookie(&parts.headers) {
             let identity = state.accounts.authenticate_session(&token).await?;
             if !parts.method.is_safe() {
                 state.web.check_origin(&parts.headers)?;
             }
-            let mut who = Principal::new(identity, rate, Source::Api);
-            who.source = AccountsService::rest_source(&who.identity);
-            who.addressed = addressed_workspace(parts.uri.query())?;
-            return Ok(who);
+            return rest_principal(identity, rate, parts);
         }
         Err(Error::Unauthorized(
             "missing API key: send it in the X-API-Key header (or sign in for a session)"
                 .to_string(),
         ))
     }
+}
+
+/// An authenticated REST caller, with the workspace its query string names.
+fn rest_principal(
+    identity: crate::services::Identity,
+    rate: RateSlot,
+    parts: &Parts,
+) -> Result<Principal, Error> {
+    let source = AccountsService::rest_source(&identity);
+    let mut who = Principal::new(identity, rate, source);
+    who.addressed = addressed_workspace(parts.uri.query())?;
+    Ok(who)
 }
 
 /// The `workspaceId` of a query string: at most once, and a UUID (else 400 naming it).

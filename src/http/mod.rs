@@ -124,7 +124,7 @@ pub fn loggable_path(path: &str) -> String {
     if secret {
         segments[3] = "{token}";
     }
-    crate::telemetry::loggable(&segments.join("/"))
+    crate::loggable::loggable(&segments.join("/"))
 }
 
 /// The API routes, without layers.

@@ -267,7 +267,7 @@ impl Workers {
                     tail.drain(..tail.len() - STDERR_TAIL);
                 }
             }
-            crate::telemetry::loggable_up_to(&String::from_utf8_lossy(&tail), STDERR_TAIL)
+            crate::loggable::loggable_up_to(&String::from_utf8_lossy(&tail), STDERR_TAIL)
         });
 
         let talk = async {
@@ -443,7 +443,7 @@ fn refusal(what: &str, frames: &[(u8, Vec<u8>)]) -> Result<(), PhaseError> {
     match frames.iter().find(|(tag, _)| *tag == REFUSED) {
         // The worker is the untrusted side: its words are cleaned before anyone logs or
         // shows them.
-        Some((_, bytes)) => Err(PhaseError::Permanent(crate::telemetry::loggable_up_to(
+        Some((_, bytes)) => Err(PhaseError::Permanent(crate::loggable::loggable_up_to(
             &payload::<Refusal>(what, bytes)?.message,
             500,
         ))),

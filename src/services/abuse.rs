@@ -44,24 +44,6 @@ impl<K: Hash + Eq + Send + Sync + Clone + 'static> Throttle<K> {
 
     /// Counts one attempt by `key` at `now_secs`, or refuses it (429 naming the setting).
     pub fn check_at(&self, key: K, now_secs: i64) -> Result<()> {
-        self.take(key, now_secs)
-    }
-
-    pub fn check(&self, key: K) -> Result<()> {
-        self.check_at(key, chrono::Utc::now().timestamp())
-    }
-
-    /// Gives back an attempt [`Self::check`] counted (a success, for limits that count only
-    /// failures: counted first, so that concurrent attempts cannot all slip in).
-    pub fn refund(&self, key: &K) {
-        if let Some(window) = self.windows.get(key) {
-            if let Ok(mut window) = window.lock() {
-                window.1 = window.1.saturating_sub(1);
-            }
-        }
-    }
-
-    fn take(&self, key: K, now_secs: i64) -> Result<()> {
         let window = self
             .windows
             .get_with(key, || Arc::new(Mutex::new((now_secs, 0))));
@@ -88,6 +70,20 @@ impl<K: Hash + Eq + Send + Sync + Clone + 'static> Throttle<K> {
         }
         *used += 1;
         Ok(())
+    }
+
+    pub fn check(&self, key: K) -> Result<()> {
+        self.check_at(key, chrono::Utc::now().timestamp())
+    }
+
+    /// Gives back an attempt [`Self::check`] counted (a success, for limits that count only
+    /// failures: counted first, so that concurrent attempts cannot all slip in).
+    pub fn refund(&self, key: &K) {
+        if let Some(window) = self.windows.get(key) {
+            if let Ok(mut window) = window.lock() {
+                window.1 = window.1.saturating_sub(1);
+            }
+        }
     }
 }
 
@@ -193,12 +189,6 @@ impl Doors {
                 retry_after: 1,
             }),
         }
-    }
-}
-
-impl Default for Doors {
-    fn default() -> Self {
-        Doors::new(&AbuseLimits::default())
     }
 }
 

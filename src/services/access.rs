@@ -130,11 +130,21 @@ impl Gate {
         if let Identity::User { user_id, .. } = &who.identity {
             if who.addressed.is_none() {
                 let memberships = self.store.memberships(*user_id).await?;
-                if memberships.len() > 1 {
-                    return match memberships.iter().find(|m| m.role.allows(need)) {
-                        Some(_) => Ok(None),
-                        None => Err(forbidden_role(memberships[0].role, need)),
-                    };
+                match memberships.as_slice() {
+                    // The only workspace: entered by name, without asking again.
+                    [only] => {
+                        return self
+                            .enter(who, Some(only.workspace_id), need)
+                            .await
+                            .map(Some)
+                    }
+                    [first, ..] => {
+                        return match memberships.iter().find(|m| m.role.allows(need)) {
+                            Some(_) => Ok(None),
+                            None => Err(forbidden_role(first.role, need)),
+                        }
+                    }
+                    [] => {}
                 }
             }
         }

@@ -610,14 +610,14 @@ impl BillingService {
             .await?;
         match outcome {
             WebhookOutcome::Duplicate => {
-                tracing::info!(%webhook_id, kind = %crate::telemetry::loggable(&event.kind), "webhook replayed: ignored");
+                tracing::info!(%webhook_id, kind = %crate::loggable::loggable(&event.kind), "webhook replayed: ignored");
                 return Ok(WebhookAnswer {
                     received: true,
                     duplicate: true,
                 });
             }
             WebhookOutcome::Stale => {
-                tracing::info!(%webhook_id, kind = %crate::telemetry::loggable(&event.kind), "webhook older than the last one applied: recorded, not applied");
+                tracing::info!(%webhook_id, kind = %crate::loggable::loggable(&event.kind), "webhook older than the last one applied: recorded, not applied");
                 return Ok(WebhookAnswer {
                     received: true,
                     duplicate: false,
@@ -632,7 +632,7 @@ impl BillingService {
                 }
                 tracing::info!(
                     %webhook_id,
-                    kind = %crate::telemetry::loggable(&event.kind),
+                    kind = %crate::loggable::loggable(&event.kind),
                     workspace_id = %update.record.workspace_id,
                     status = %update.record.status,
                     plan = ?update.plan,
@@ -640,7 +640,7 @@ impl BillingService {
                 );
             }
             None => {
-                tracing::info!(%webhook_id, kind = %crate::telemetry::loggable(&event.kind), "webhook acknowledged, nothing to apply")
+                tracing::info!(%webhook_id, kind = %crate::loggable::loggable(&event.kind), "webhook acknowledged, nothing to apply")
             }
         }
         Ok(WebhookAnswer {
@@ -673,7 +673,7 @@ impl BillingService {
             },
         };
         let Some(workspace_id) = workspace_id else {
-            tracing::warn!(kind = %crate::telemetry::loggable(&event.kind), subscription_id = ?data.subscription_id, "webhook for no known workspace");
+            tracing::warn!(kind = %crate::loggable::loggable(&event.kind), subscription_id = ?data.subscription_id, "webhook for no known workspace");
             return Ok(None);
         };
         let existing = self.store.subscription(workspace_id).await?;

@@ -402,7 +402,7 @@ impl OAuthService {
             created_at: now(),
         };
         self.store.insert_oauth_client(&client).await?;
-        tracing::info!(client_id = %client.id, name = %crate::telemetry::loggable(&client.name), "oauth client registered");
+        tracing::info!(client_id = %client.id, name = %crate::loggable::loggable(&client.name), "oauth client registered");
         Ok(ClientRegistered {
             client_id: client.id,
             client_id_issued_at: client.created_at.timestamp(),

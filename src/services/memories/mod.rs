@@ -962,7 +962,7 @@ impl MemoryService {
             .await?
             .ok_or_else(Error::memory_not_found)?;
         self.unindex(&lane, &chain);
-        tracing::info!(memory_id = %id, reason = %crate::telemetry::loggable(input.reason.as_deref().unwrap_or("")), "memory chain forgotten");
+        tracing::info!(memory_id = %id, reason = %crate::loggable::loggable(input.reason.as_deref().unwrap_or("")), "memory chain forgotten");
         self.workspaces
             .memories_removed(caller.workspace_id, removed);
         Ok(Success { success: true })
