@@ -161,6 +161,31 @@ impl Default for HttpSettings {
     }
 }
 
+/// The root supervisor's restart policy (see ARCHITECTURE.md, "Supervision").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SupervisionSettings {
+    /// The delay before restarting a dead actor, doubled for each further death in the window.
+    pub restart_backoff_ms: u64,
+    /// The longest delay before a restart.
+    pub restart_backoff_cap_ms: u64,
+    /// Restarts of one actor allowed within `restart_window_secs`; one more death and the
+    /// process stops and exits non-zero, for its service manager to start a fresh one.
+    pub max_restarts: u32,
+    pub restart_window_secs: u64,
+}
+
+impl Default for SupervisionSettings {
+    fn default() -> Self {
+        SupervisionSettings {
+            restart_backoff_ms: 200,
+            restart_backoff_cap_ms: 10_000,
+            max_restarts: 5,
+            restart_window_secs: 60,
+        }
+    }
+}
+
 impl Default for WorkerSettings {
     fn default() -> Self {
         WorkerSettings {
@@ -294,9 +319,14 @@ pub struct Settings {
     pub abuse: AbuseLimits,
     /// The HTTP server's defences against slow and large clients, and the trusted proxy.
     pub http: HttpSettings,
+    /// How the root supervisor restarts a long-lived actor that died, and when it gives up.
+    pub supervision: SupervisionSettings,
     /// When set, `GET /metrics` needs `Authorization: Bearer <token>`; unset, it is open on the
     /// listen address.
     pub metrics_token: Option<String>,
+    /// Also count saves and rate-limit refusals per workspace (a `workspace` label holding its
+    /// id): one series per workspace and outcome, so only for a bounded number of tenants.
+    pub metrics_per_workspace: bool,
     /// Argon2id memory cost in KiB (OWASP's minimum, 19 MiB, by default).
     pub password_memory_kib: u32,
     /// `local` (plans change on this server, for self-hosting) or `hosted` (a payment
@@ -405,7 +435,9 @@ impl Default for Settings {
             invitation_ttl_days: 7,
             abuse: AbuseLimits::default(),
             http: HttpSettings::default(),
+            supervision: SupervisionSettings::default(),
             metrics_token: None,
+            metrics_per_workspace: false,
             password_memory_kib: 19 * 1024,
             billing_provider: BillingKind::Local,
             billing_url: None,

@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use axum::Router;
-use memvault_actors::{RegistryArgs, Workspaces};
+use memvault_actors::{
+    ChildSpec, Jobs, JobsArgs, Maintainer, RegistryArgs, RestartPolicy, Root, Workspaces,
+};
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::billing::signature::WebhookSecret;
@@ -38,6 +41,8 @@ const JOB_ATTEMPTS: u32 = 3;
 const JOB_BACKOFF_BASE: Duration = Duration::from_millis(500);
 const JOB_BACKOFF_CAP: Duration = Duration::from_secs(30);
 const JOB_CONCURRENCY: usize = 2;
+/// How long each supervised actor has to stop at shutdown.
+const ACTOR_STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// What a caller may hand to [`Application::build_with`] instead of the defaults.
 #[derive(Default)]
@@ -64,10 +69,11 @@ pub struct Application {
     workspaces: Workspaces,
     memories: MemoryService,
     vault: Arc<VaultService>,
-    ingestion: Ingestion,
-    registry: tokio::task::JoinHandle<()>,
-    maintainer: ractor::ActorRef<memvault_actors::MaintenanceMsg>,
-    background: Vec<ractor::ActorCell>,
+    maintainer: Maintainer,
+    /// The supervision tree's root, its task, and why it gave up (if it does).
+    root: Root,
+    root_task: tokio::task::JoinHandle<()>,
+    gave_up: oneshot::Receiver<String>,
     /// Ends the MCP server's open streams when shutdown begins.
     mcp_shutdown: CancellationToken,
 }
@@ -149,7 +155,7 @@ impl Application {
             );
         }
         let extra = overrides.routes.unwrap_or_default();
-        let metrics = crate::metrics::Metrics::new();
+        let metrics = crate::metrics::Metrics::new(settings.metrics_per_workspace);
         let embedder = match overrides.embedder {
             Some(embedder) => embedder,
             None => load_embedder(settings).await?,
@@ -164,7 +170,10 @@ impl Application {
         })?;
         tracing::info!(backend = ?store.backend(), elapsed_ms = started.elapsed().as_millis() as u64, "database ready, migrations applied");
 
-        let (workspaces, registry) = Workspaces::start(
+        // The long-lived actors' handles come first; the root supervisor spawns the actors
+        // once every service is built, before the indexes are rebuilt.
+        let call_timeout = Duration::from_millis(settings.actor_call_timeout_ms);
+        let workspaces = Workspaces::new(
             RegistryArgs {
                 store: Arc::new(ActorStore(store.clone())),
                 plans: Arc::new(settings.plan_table()),
@@ -172,19 +181,15 @@ impl Application {
                 idle_timeout: Duration::from_secs(settings.workspace_idle_secs),
                 refresh_every: Duration::from_secs(settings.plan_refresh_secs.max(1)),
             },
-            Duration::from_millis(settings.actor_call_timeout_ms),
-        )
-        .await
-        .context("cannot start the workspace registry")?;
+            call_timeout,
+        );
 
         let embeddings = Embeddings::new(embedder.clone(), settings.query_cache_entries);
         let engine = Arc::new(SearchEngine::new(
             embedder.dimensions(),
             VectorConfig::default(),
         )?);
-        let (maintainer, _) = ractor::Actor::spawn(None, memvault_actors::MaintenanceActor, ())
-            .await
-            .context("cannot start the index maintainer")?;
+        let maintainer = Maintainer::new(call_timeout);
         let judge: Arc<dyn UpdateJudge> =
             match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
                 Some(url) => Arc::new(LlmJudge::new(
@@ -213,34 +218,17 @@ impl Application {
             },
         });
 
-        if !overrides.skip_index_rebuild {
-            let report = memories.rebuild_indexes(false).await?;
-            tracing::info!(
-                memories = report.indexed,
-                embedded = report.embedded,
-                elapsed_ms = report.elapsed.as_millis() as u64,
-                "search indexes rebuilt from the database"
-            );
-        }
-
-        let (jobs, _) = ractor::Actor::spawn(
-            None,
-            memvault_actors::JobsSupervisor,
-            memvault_actors::JobsArgs {
+        let jobs = Jobs::new(
+            JobsArgs {
                 handler: Arc::new(NoteJobs(memories.clone())),
                 max_attempts: JOB_ATTEMPTS,
                 backoff_base: JOB_BACKOFF_BASE,
                 backoff_cap: JOB_BACKOFF_CAP,
                 concurrency: JOB_CONCURRENCY,
             },
-        )
-        .await
-        .context("cannot start the jobs supervisor")?;
+            call_timeout,
+        );
         memories.attach_jobs(jobs.clone());
-        let resumed = memories.resume_jobs().await?;
-        if resumed > 0 {
-            tracing::info!(jobs = resumed, "unfinished long-note jobs resumed");
-        }
 
         let decoder: Arc<dyn Decoder> = match overrides.decoder {
             Some(decoder) => decoder,
@@ -270,21 +258,12 @@ impl Application {
                 None => Arc::new(OfflineExtractor),
             },
             decoder,
+            metrics: metrics.clone(),
         })?);
-        if !overrides.skip_index_rebuild {
-            let started = Instant::now();
-            let (chunks, facts) = vault.rebuild_indexes().await?;
-            tracing::info!(
-                chunks,
-                memories = facts,
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "vault indexes rebuilt from the database"
-            );
-        }
         let mut engines = vault.pipeline_engines();
         engines.faults = overrides.pipeline_faults;
         let stale_after = Duration::from_millis(settings.ingest_stale_ms.max(1));
-        let (ingestion, _) = Ingestion::start(
+        let ingestion = Ingestion::new(
             engines,
             PipelineConfig {
                 max_documents: settings.ingest_max_documents.max(1),
@@ -303,11 +282,47 @@ impl Application {
                     .clamp(Duration::from_millis(10), Duration::from_secs(5)),
                 ..PipelineConfig::default()
             },
-            Duration::from_millis(settings.actor_call_timeout_ms),
+            call_timeout,
+        );
+        vault.attach_ingestion(ingestion.clone());
+
+        let (root, root_task, gave_up) = Root::start(
+            supervised(
+                &workspaces,
+                &maintainer,
+                &jobs,
+                &ingestion,
+                &memories,
+                &vault,
+            ),
+            restart_policy(settings),
         )
         .await
-        .context("cannot start the ingestion supervisor")?;
-        vault.attach_ingestion(ingestion.clone());
+        .context("cannot start the supervision tree")?;
+
+        if !overrides.skip_index_rebuild {
+            let report = memories.rebuild_indexes(false).await?;
+            tracing::info!(
+                memories = report.indexed,
+                embedded = report.embedded,
+                elapsed_ms = report.elapsed.as_millis() as u64,
+                "search indexes rebuilt from the database"
+            );
+        }
+        let resumed = memories.resume_jobs().await?;
+        if resumed > 0 {
+            tracing::info!(jobs = resumed, "unfinished long-note jobs resumed");
+        }
+        if !overrides.skip_index_rebuild {
+            let started = Instant::now();
+            let (chunks, facts) = vault.rebuild_indexes().await?;
+            tracing::info!(
+                chunks,
+                memories = facts,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "vault indexes rebuilt from the database"
+            );
+        }
         let resumed = vault.resume().await?;
         if resumed > 0 {
             tracing::info!(documents = resumed, "unfinished documents resumed");
@@ -333,12 +348,7 @@ impl Application {
             webhook_secret,
             settings.billing_webhook_tolerance_secs,
         ));
-        let liveness = crate::services::liveness::Liveness::new(vec![
-            ("workspace_registry", workspaces.cell()),
-            ("index_maintainer", maintainer.get_cell()),
-            ("jobs_supervisor", jobs.get_cell()),
-            ("ingestion_supervisor", ingestion.cell()),
-        ]);
+        let liveness = crate::services::liveness::Liveness::new(root.clone());
         let state = AppState {
             liveness: liveness.clone(),
             oauth: OAuthService::new(store.clone(), accounts.doors()),
@@ -407,10 +417,10 @@ impl Application {
             workspaces,
             memories,
             vault,
-            ingestion,
-            registry,
-            background: vec![maintainer.get_cell(), jobs.get_cell()],
             maintainer,
+            root,
+            root_task,
+            gave_up,
             mcp_shutdown,
         })
     }
@@ -436,11 +446,7 @@ impl Application {
     pub async fn wait_for_index_maintenance(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            match ractor::call_t!(
-                self.maintainer,
-                memvault_actors::MaintenanceMsg::GetStats,
-                5_000
-            ) {
+            match self.maintainer.stats().await {
                 Ok(stats) if !stats.running && stats.queued == 0 => return true,
                 Ok(_) => tokio::time::sleep(Duration::from_millis(200)).await,
                 Err(_) => return false,
@@ -465,28 +471,93 @@ impl Application {
     }
 
     /// Serves until `shutdown` completes, then finishes in-flight requests, stops the actors
-    /// and closes the database.
+    /// and closes the database. Should the supervision tree give up on an actor that keeps
+    /// dying, the same orderly stop follows and the error says which actor (the process then
+    /// exits non-zero, for its service manager to start a fresh one).
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(address = %self.local_addr(), "memvault listening");
         let mcp_shutdown = self.mcp_shutdown.clone();
+        let gave_up = self.gave_up;
+        let (fatal, fatal_rx) = oneshot::channel::<String>();
         http::serve::serve(self.listener, self.router, self.serve_limits, async move {
-            shutdown.await;
+            tokio::select! {
+                () = shutdown => {}
+                why = gave_up => {
+                    // The root keeps its sender until it gives up or stops: a dropped one
+                    // means it stopped unasked, and nothing supervises the actors any more.
+                    let why = why.unwrap_or_else(|_| "the root supervisor stopped".to_string());
+                    tracing::error!(reason = %why, "the supervision tree gave up; stopping the server");
+                    let _ = fatal.send(why);
+                }
+            }
             // MCP streams stay open until told; requests in flight still finish.
             mcp_shutdown.cancel();
         })
         .await?;
         tracing::info!("in-flight requests finished, stopping");
-        self.ingestion.stop();
-        for actor in &self.background {
-            actor.stop(None);
-        }
-        self.workspaces.stop();
-        let _ = self.registry.await;
+        self.root.shutdown(ACTOR_STOP_GRACE).await;
+        let _ = tokio::time::timeout(ACTOR_STOP_GRACE, self.root_task).await;
         self.store.close().await;
-        Ok(())
+        match fatal_rx.await {
+            Ok(why) => Err(anyhow::anyhow!("{why}")),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// The long-lived actors under the root supervisor, in start order (they stop in reverse), each
+/// with how to get back what a dead generation held: the maintainer's queue from the indexes,
+/// the jobs' and documents' work from storage.
+fn supervised(
+    workspaces: &Workspaces,
+    maintainer: &Maintainer,
+    jobs: &Jobs,
+    ingestion: &Ingestion,
+    memories: &MemoryService,
+    vault: &Arc<VaultService>,
+) -> Vec<ChildSpec> {
+    let (memories_, vault_) = (memories.clone(), vault.clone());
+    let (memories, vault) = (memories.clone(), vault.clone());
+    vec![
+        ChildSpec::new("workspace_registry", workspaces.clone()),
+        ChildSpec::new("index_maintainer", maintainer.clone()).recover_with(move || {
+            memories_.schedule_maintenance();
+            vault_.schedule_maintenance();
+            std::future::ready(())
+        }),
+        ChildSpec::new("jobs_supervisor", jobs.clone()).recover_with(move || {
+            let memories = memories.clone();
+            async move {
+                match memories.resume_jobs().await {
+                    Ok(jobs) => tracing::info!(jobs, "unfinished long-note jobs resubmitted after a restart"),
+                    Err(error) => tracing::error!(%error, "cannot resubmit long-note jobs after a restart; they resume at the next start"),
+                }
+            }
+        }),
+        ChildSpec::new("ingestion_supervisor", ingestion.clone()).recover_with(move || {
+            let vault = vault.clone();
+            async move {
+                match vault.resume().await {
+                    Ok(documents) => tracing::info!(documents, "unfinished documents resubmitted after a restart"),
+                    Err(error) => tracing::error!(%error, "cannot resubmit documents after a restart; they resume at the next start"),
+                }
+            }
+        }),
+    ]
+}
+
+fn restart_policy(settings: &Settings) -> RestartPolicy {
+    let s = &settings.supervision;
+    RestartPolicy {
+        backoff_base: Duration::from_millis(s.restart_backoff_ms.max(1)),
+        backoff_cap: Duration::from_millis(
+            s.restart_backoff_cap_ms.max(s.restart_backoff_ms).max(1),
+        ),
+        max_restarts: s.max_restarts,
+        window: Duration::from_secs(s.restart_window_secs.max(1)),
     }
 }
 

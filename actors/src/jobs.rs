@@ -11,8 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr,
+    SupervisionEvent,
+};
 use uuid::Uuid;
+
+use crate::supervisor::{CallFailure, Child, Current};
 
 #[async_trait]
 pub trait JobHandler: Send + Sync + 'static {
@@ -151,6 +156,46 @@ impl Actor for JobsSupervisor {
         }
         start_ready(&myself, state).await;
         Ok(())
+    }
+}
+
+/// The handle the rest of memvault uses; it follows the supervisor across restarts. A
+/// restarted supervisor has forgotten its queue (its workers died with it): its supervisor's
+/// recovery submits every unfinished job again from storage.
+#[derive(Clone)]
+pub struct Jobs {
+    current: Current<JobsMsg>,
+    args: JobsArgs,
+    timeout: Duration,
+}
+
+impl Jobs {
+    /// A handle with no supervisor yet: the root supervisor spawns it.
+    pub fn new(args: JobsArgs, call_timeout: Duration) -> Self {
+        Jobs {
+            current: Current::default(),
+            args,
+            timeout: call_timeout,
+        }
+    }
+
+    /// Runs job `id` (ignored when it is already queued or running).
+    pub fn submit(&self, id: Uuid) -> Result<(), CallFailure> {
+        self.current.cast(JobsMsg::Submit(id))
+    }
+
+    pub async fn stats(&self) -> Result<JobStats, CallFailure> {
+        self.current.call(JobsMsg::GetStats, self.timeout).await
+    }
+}
+
+#[async_trait]
+impl Child for Jobs {
+    async fn spawn_linked(&self, supervisor: ActorCell) -> Result<ActorCell, SpawnErr> {
+        let (actor, _) =
+            Actor::spawn_linked(None, JobsSupervisor, self.args.clone(), supervisor).await?;
+        self.current.set(actor.clone());
+        Ok(actor.get_cell())
     }
 }
 

@@ -9,7 +9,10 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use async_trait::async_trait;
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr};
+
+use crate::supervisor::{CallFailure, Child, Current};
 
 /// A unit of index upkeep (a lane's vectors).
 pub trait Maintainable: Send + Sync + 'static {
@@ -124,6 +127,49 @@ impl Actor for MaintenanceActor {
         }
         start_next(&myself, state);
         Ok(())
+    }
+}
+
+/// The handle the rest of memvault uses; it follows the maintainer across restarts. A
+/// restarted maintainer has forgotten its queue: its supervisor's recovery schedules every
+/// lane that still needs upkeep (a run the dead generation left going finishes on its own; a
+/// second run of the same lane finds nothing left to install).
+#[derive(Clone)]
+pub struct Maintainer {
+    current: Current<MaintenanceMsg>,
+    timeout: Duration,
+}
+
+impl Maintainer {
+    /// A handle with no maintainer yet: the root supervisor spawns it.
+    pub fn new(call_timeout: Duration) -> Self {
+        Maintainer {
+            current: Current::default(),
+            timeout: call_timeout,
+        }
+    }
+
+    /// Maintains `unit` if it needs it.
+    pub fn schedule(&self, unit: Arc<dyn Maintainable>) {
+        if unit.needs_maintenance() {
+            // Not running: the restart's recovery schedules the lanes again.
+            let _ = self.current.cast(MaintenanceMsg::Schedule(unit));
+        }
+    }
+
+    pub async fn stats(&self) -> Result<MaintenanceStats, CallFailure> {
+        self.current
+            .call(MaintenanceMsg::GetStats, self.timeout)
+            .await
+    }
+}
+
+#[async_trait]
+impl Child for Maintainer {
+    async fn spawn_linked(&self, supervisor: ActorCell) -> Result<ActorCell, SpawnErr> {
+        let (actor, _) = Actor::spawn_linked(None, MaintenanceActor, (), supervisor).await?;
+        self.current.set(actor.clone());
+        Ok(actor.get_cell())
     }
 }
 

@@ -10,13 +10,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use ractor::{
-    Actor, ActorId, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, SupervisionEvent,
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr,
+    SupervisionEvent,
 };
 use uuid::Uuid;
 
 use crate::plan::{EndpointClass, Plan, PlanTable};
 use crate::store::{StoreFailure, WorkspaceStore};
+use crate::supervisor::{is_live, CallFailure, Child, Current};
 use crate::workspace::{
     Admission, CachedProfile, ProfileKey, ProfileLookup, Usage, WorkspaceActor, WorkspaceArgs,
     WorkspaceMsg,
@@ -218,24 +221,13 @@ impl Actor for RegistryActor {
     }
 }
 
-/// Whether an actor in `status` takes messages. A freshly spawned actor is `Starting` until its
-/// processing task first runs (ractor's `spawn` returns before that): it must count as live, or
-/// a burst of requests right after a spawn would replace it with a second actor, and each actor
-/// would count its own rate-limit window.
-fn is_live(status: ActorStatus) -> bool {
-    match status {
-        ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading => true,
-        ActorStatus::Unstarted
-        | ActorStatus::Draining
-        | ActorStatus::Stopping
-        | ActorStatus::Stopped => false,
-    }
-}
-
-/// The handle the rest of memvault uses: every call has a timeout.
+/// The handle the rest of memvault uses: every call has a timeout. It follows the registry
+/// across restarts (a registry's workspace actors die with it; the next request for a
+/// workspace starts a fresh actor from storage, whose rate-limit windows start empty).
 #[derive(Clone)]
 pub struct Workspaces {
-    registry: ActorRef<RegistryMsg>,
+    registry: Current<RegistryMsg>,
+    args: RegistryArgs,
     timeout: Duration,
     rate_limits: bool,
     /// Actors resolved before, so that most requests skip the registry hop. An entry whose
@@ -244,19 +236,26 @@ pub struct Workspaces {
 }
 
 impl Workspaces {
-    /// Starts the registry (unnamed: no global names, so tests can run many side by side).
+    /// A handle with no registry yet: the root supervisor spawns it.
+    pub fn new(args: RegistryArgs, call_timeout: Duration) -> Self {
+        Workspaces {
+            rate_limits: args.rate_limits,
+            registry: Current::default(),
+            args,
+            timeout: call_timeout,
+            known: Arc::new(RwLock::new(HashMap::new())),
+        }
+    }
+
+    /// Starts a registry of its own, unsupervised (tests and tools; unnamed, so that many can
+    /// run side by side).
     pub async fn start(
         args: RegistryArgs,
         call_timeout: Duration,
     ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
-        let rate_limits = args.rate_limits;
-        let (registry, handle) = Actor::spawn(None, RegistryActor, args).await?;
-        let workspaces = Workspaces {
-            registry,
-            timeout: call_timeout,
-            rate_limits,
-            known: Arc::new(RwLock::new(HashMap::new())),
-        };
+        let workspaces = Workspaces::new(args, call_timeout);
+        let (registry, handle) = Actor::spawn(None, RegistryActor, workspaces.args.clone()).await?;
+        workspaces.registry.set(registry);
         Ok((workspaces, handle))
     }
 
@@ -306,23 +305,16 @@ impl Workspaces {
         &self,
         workspace_id: Uuid,
     ) -> Result<ActorRef<WorkspaceMsg>, WorkspacesError> {
-        match self
-            .registry
+        self.registry
             .call(
                 |reply| RegistryMsg::Resolve {
                     workspace_id,
                     reply,
                 },
-                Some(self.timeout),
+                self.timeout,
             )
             .await
-        {
-            Ok(ractor::rpc::CallResult::Success(resolved)) => resolved,
-            Ok(ractor::rpc::CallResult::Timeout) => Err(WorkspacesError::Timeout),
-            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
-                Err(WorkspacesError::Unavailable("registry stopped".to_string()))
-            }
-        }
+            .map_err(registry_failure)?
     }
 
     /// Asks the workspace's actor, resolving once more if the actor died in between.
@@ -435,6 +427,7 @@ impl Workspaces {
             },
             None => message,
         };
+        // No registry running: nothing to deliver to (its workspace actors died with it).
         let _ = self.registry.cast(RegistryMsg::Forward {
             workspace_id,
             message,
@@ -454,26 +447,39 @@ impl Workspaces {
     }
 
     pub async fn live_count(&self) -> Result<usize, WorkspacesError> {
-        match self
-            .registry
-            .call(|reply| RegistryMsg::CountLive { reply }, Some(self.timeout))
+        self.registry
+            .call(|reply| RegistryMsg::CountLive { reply }, self.timeout)
             .await
-        {
-            Ok(ractor::rpc::CallResult::Success(n)) => Ok(n),
-            Ok(ractor::rpc::CallResult::Timeout) => Err(WorkspacesError::Timeout),
-            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
-                Err(WorkspacesError::Unavailable("registry stopped".to_string()))
-            }
+            .map_err(registry_failure)
+    }
+
+    /// Stops a registry started with [`Workspaces::start`] (a supervised one is stopped by
+    /// its supervisor).
+    pub fn stop(&self) {
+        if let Some(registry) = self.registry.get() {
+            registry.stop(None);
         }
     }
+}
 
-    pub fn stop(&self) {
-        self.registry.stop(None);
+fn registry_failure(failure: CallFailure) -> WorkspacesError {
+    match failure {
+        CallFailure::Timeout => WorkspacesError::Timeout,
+        CallFailure::Unavailable => WorkspacesError::Unavailable("registry stopped".to_string()),
     }
+}
 
-    /// The registry's cell (readiness checks that it runs).
-    pub fn cell(&self) -> ractor::ActorCell {
-        self.registry.get_cell()
+#[async_trait]
+impl Child for Workspaces {
+    async fn spawn_linked(&self, supervisor: ActorCell) -> Result<ActorCell, SpawnErr> {
+        let (registry, _) =
+            Actor::spawn_linked(None, RegistryActor, self.args.clone(), supervisor).await?;
+        // The dead registry's workspace actors died with it.
+        if let Ok(mut known) = self.known.write() {
+            known.clear();
+        }
+        self.registry.set(registry.clone());
+        Ok(registry.get_cell())
     }
 }
 
@@ -490,15 +496,6 @@ mod tests {
             idle_timeout: Duration::from_secs(600),
             refresh_every: Duration::from_secs(30),
         }
-    }
-
-    #[test]
-    fn a_starting_actor_is_live_and_a_stopping_one_is_not() {
-        assert!(is_live(ActorStatus::Starting));
-        assert!(is_live(ActorStatus::Running));
-        assert!(!is_live(ActorStatus::Stopping));
-        assert!(!is_live(ActorStatus::Stopped));
-        assert!(!is_live(ActorStatus::Draining));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

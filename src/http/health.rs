@@ -54,10 +54,10 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     parts.insert("database".to_string(), database.to_string());
     // Start-up fails without an encoder: once serving, it is loaded.
     parts.insert("model".to_string(), "ok".to_string());
-    for (name, alive) in state.liveness.report() {
+    for child in state.liveness.report() {
         parts.insert(
-            name.to_string(),
-            if alive { "ok" } else { "down" }.to_string(),
+            child.name.to_string(),
+            if child.alive { "ok" } else { "down" }.to_string(),
         );
     }
     let failing: Vec<String> = parts

@@ -31,8 +31,8 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
         response.status().as_u16(),
         started.elapsed(),
     );
-    if let Some(class) = slot.and_then(|s| s.refused()) {
-        metrics.rate_limited(class);
+    if let Some((class, workspace)) = slot.and_then(|s| s.refused()) {
+        metrics.rate_limited(class, workspace);
     }
     response
 }
@@ -90,12 +90,20 @@ pub async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Result
     // The supervisor's own counts; a supervisor that does not answer is left out (readiness
     // says it is down).
     if let Some(stats) = state.vault.ingestion_stats().await {
-        metrics.generations_up_to("completed", stats.completed);
-        metrics.generations_up_to("failed", stats.failed);
-        metrics.generations_up_to("retried", stats.retried);
         metrics.ingestion_state("running", stats.running);
         metrics.ingestion_state("queued", stats.queued);
         metrics.ingestion_state("waiting_retry", stats.waiting);
+    }
+    for child in state.liveness.report() {
+        metrics.actor(child.name, child.alive, child.restarts);
+    }
+    for (kind, size) in state
+        .memories
+        .index_size()
+        .into_iter()
+        .chain(state.vault.index_sizes())
+    {
+        metrics.index(kind, size.vectors, size.segments);
     }
     let (used, idle) = state.store.pool_use();
     for (name, value) in [("used", used), ("idle", idle)] {

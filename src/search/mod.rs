@@ -472,6 +472,14 @@ mod weights {
     pub const OTHER_SPEAKER: f32 = 0.8;
 }
 
+/// How big an engine's vector indexes are (metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexSize {
+    /// Live vectors, in HNSW segments and exact tails.
+    pub vectors: usize,
+    pub segments: usize,
+}
+
 /// The engine: every lane's indexes.
 pub struct SearchEngine {
     dims: usize,
@@ -522,6 +530,18 @@ impl SearchEngine {
                 })
             })
             .clone()
+    }
+
+    /// Live vectors and segments over every lane.
+    pub fn size(&self) -> IndexSize {
+        self.lanes()
+            .iter()
+            .fold(IndexSize::default(), |mut size, lane| {
+                let vectors = lane.vectors();
+                size.vectors += vectors.live();
+                size.segments += vectors.shape().0;
+                size
+            })
     }
 
     /// Every lane's index (the maintenance actor walks them).

@@ -1,38 +1,28 @@
-//! Which long-lived actors are running: what `/readyz` reports. A typed handle over the cells
-//! start-up made, so that adapters never hold another layer's `ActorRef`s.
+//! Which long-lived actors are running, and how often each was restarted: what `/readyz` and
+//! `/metrics` report. A typed handle over the root supervisor, so that adapters never hold
+//! another layer's actors.
 
-use ractor::{ActorCell, ActorStatus};
+use memvault_actors::{ChildReport, Root};
 
-/// The supervised actors by name.
-#[derive(Clone, Default)]
+/// The root supervisor's children by name.
+#[derive(Clone)]
 pub struct Liveness {
-    parts: Vec<(&'static str, ActorCell)>,
+    root: Root,
 }
 
 impl Liveness {
-    pub fn new(parts: Vec<(&'static str, ActorCell)>) -> Self {
-        Liveness { parts }
+    pub fn new(root: Root) -> Self {
+        Liveness { root }
     }
 
-    /// Every part with whether it runs, in start-up order.
-    pub fn report(&self) -> Vec<(&'static str, bool)> {
-        self.parts
-            .iter()
-            .map(|(name, cell)| {
-                let alive = matches!(
-                    cell.get_status(),
-                    ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading
-                );
-                (*name, alive)
-            })
-            .collect()
+    /// Every supervised actor, in start-up order: whether it runs and its restarts so far.
+    pub fn report(&self) -> Vec<ChildReport> {
+        self.root.report()
     }
 
-    /// A part by name (tests stop one to see readiness follow).
-    pub fn cell(&self, name: &str) -> Option<ActorCell> {
-        self.parts
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, c)| c.clone())
+    /// A supervised actor's running generation (tests kill it to see readiness and the
+    /// restart follow).
+    pub fn cell(&self, name: &str) -> Option<ractor::ActorCell> {
+        self.root.child(name)
     }
 }

@@ -26,7 +26,10 @@ pub use memories::MemoryService;
 
 /// Where a request's rate-limit status lands, for the adapter to report (`X-RateLimit-*`).
 #[derive(Debug, Clone, Default)]
-pub struct RateSlot(Arc<Mutex<(Option<RateStatus>, Option<&'static str>)>>);
+pub struct RateSlot(Arc<Mutex<(Option<RateStatus>, Option<Refusal>)>>);
+
+/// A refusal by a rate limit: the endpoint class and the workspace whose limit it was.
+type Refusal = (&'static str, Uuid);
 
 impl RateSlot {
     pub fn set(&self, status: RateStatus) {
@@ -39,15 +42,15 @@ impl RateSlot {
         self.0.lock().ok().and_then(|slot| slot.0)
     }
 
-    /// Records that the request was refused by the limit of `class` (for metrics).
-    pub fn refuse(&self, class: &'static str) {
+    /// Records that the request was refused by `workspace`'s limit of `class` (for metrics).
+    pub fn refuse(&self, class: &'static str, workspace: Uuid) {
         if let Ok(mut slot) = self.0.lock() {
-            slot.1 = Some(class);
+            slot.1 = Some((class, workspace));
         }
     }
 
-    /// The class whose limit refused the request, if one did.
-    pub fn refused(&self) -> Option<&'static str> {
+    /// The class whose limit refused the request, and whose workspace, if one did.
+    pub fn refused(&self) -> Option<Refusal> {
         self.0.lock().ok().and_then(|slot| slot.1)
     }
 }
@@ -161,7 +164,7 @@ pub(crate) async fn admit(
         }
         Admission::RateLimited { rate } => {
             caller.rate.set(rate);
-            caller.rate.refuse(class.name());
+            caller.rate.refuse(class.name(), caller.workspace_id);
             Err(Error::RateLimited { rate })
         }
         Admission::MemoryLimitReached { rate, limit } => {

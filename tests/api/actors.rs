@@ -19,7 +19,7 @@ fn header(response: &reqwest::Response, name: &str) -> Option<i64> {
 
 // Under load this once admitted 42 of 30: a workspace actor just spawned was still `Starting`,
 // the registry took it for dead and spawned a second one, and each counted its own window
-// (fixed in `actors/src/registry.rs`, `is_live`; unit test `a_burst_at_first_contact_...`).
+// (fixed by `is_live` in `actors/src/supervisor.rs`; unit test `a_burst_at_first_contact_...`).
 #[tokio::test]
 async fn hundred_parallel_saves_against_a_limit_of_thirty_give_exactly_thirty() {
     let app = spawn_app().await; // free plan: 30 saves per minute

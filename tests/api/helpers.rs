@@ -383,6 +383,16 @@ impl TestApp {
         json_of(self.request(Method::GET, path).send().await.unwrap()).await
     }
 
+    /// Waits for the server to end on its own (its supervision tree gave up) and returns
+    /// what `run_until` returned.
+    pub async fn ended(&mut self, within: Duration) -> anyhow::Result<()> {
+        let server = self.server.take().expect("the server is running");
+        tokio::time::timeout(within, server)
+            .await
+            .expect("the server ends in time")
+            .expect("server task")
+    }
+
     /// Stops the server gracefully and waits for it.
     pub async fn stop(mut self) {
         self.shut_down().await;

@@ -22,5 +22,6 @@ mod oauth;
 mod operations;
 mod retrieval;
 mod roles;
+mod supervision;
 mod vault;
 mod vault_store;

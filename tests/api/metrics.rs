@@ -17,7 +17,7 @@ async fn scrape(app: &TestApp) -> String {
 }
 
 /// The value of the sample `name{labels}` (labels as the exporter writes them), if present.
-fn sample(text: &str, series: &str) -> Option<f64> {
+pub fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|value| value.split_whitespace().next()?.parse().ok())
@@ -108,6 +108,50 @@ async fn a_scripted_workload_shows_in_every_family() {
         sample(
             &text,
             r#"memvault_document_generations_total{status="failed"}"#
+        ),
+        Some(0.0),
+        "{text}"
+    );
+    for phase in ["parse", "ocr", "chunk", "embed", "extract"] {
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"memvault_document_phase_duration_seconds_count{{phase="{phase}"}}"#)
+            ),
+            Some(1.0),
+            "{text}"
+        );
+    }
+    // Nothing failed: every failure series is exported, at zero.
+    let failures: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("memvault_document_failures_total{"))
+        .collect();
+    assert_eq!(failures.len(), 5 * 5 + 1, "{text}");
+    assert!(failures.iter().all(|l| l.ends_with(" 0")), "{text}");
+    // Three memories indexed (the duplicate is the first one again), none folded yet.
+    assert_eq!(
+        sample(&text, r#"memvault_index_vectors{kind="memories"}"#),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"memvault_index_segments{kind="memories"}"#),
+        Some(0.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, r#"memvault_index_vectors{kind="vault_chunks"}"#).unwrap_or(0.0) >= 1.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, r#"memvault_index_vectors{kind="vault_memories"}"#).unwrap_or(0.0) >= 1.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"memvault_actor_restarts_total{actor="ingestion_supervisor"}"#
         ),
         Some(0.0),
         "{text}"
@@ -207,4 +251,51 @@ async fn the_grafana_dashboard_queries_only_exported_metrics() {
         }
     }
     assert!(checked >= 10, "{checked}");
+}
+
+#[tokio::test]
+async fn saves_and_refusals_are_counted_per_workspace_only_when_turned_on() {
+    let app = spawn_app_with(|s| s.metrics_per_workspace = true).await;
+    for content in [
+        "The boiler is serviced in May",
+        "The boiler is serviced in May",
+    ] {
+        app.save(content, json!({})).await;
+    }
+    app.spend_write_window().await;
+    let text = scrape(&app).await;
+    let id = app.workspace_id;
+    assert_eq!(
+        sample(
+            &text,
+            &format!(r#"memvault_workspace_saves_total{{workspace="{id}",status="created"}}"#)
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!(r#"memvault_workspace_saves_total{{workspace="{id}",status="duplicate"}}"#)
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!(r#"memvault_workspace_rate_limited_total{{workspace="{id}",class="write"}}"#)
+        ),
+        Some(1.0),
+        "{text}"
+    );
+
+    // Off (the default): no family carries a workspace id.
+    let bounded = spawn_app().await;
+    bounded
+        .save("The boiler is serviced in May", json!({}))
+        .await;
+    let text = scrape(&bounded).await;
+    assert!(!text.contains("memvault_workspace_"), "{text}");
+    assert!(!text.contains(&bounded.workspace_id.to_string()), "{text}");
 }

@@ -351,7 +351,7 @@ async fn saves_without_a_category_get_one_inferred() {
 }
 
 /// Polls a job until it is finished.
-async fn finished_job(app: &TestApp, job_id: &str) -> Value {
+pub async fn finished_job(app: &TestApp, job_id: &str) -> Value {
     for _ in 0..200 {
         let (status, job) = app.get_json(&format!("/api/memories/jobs/{job_id}")).await;
         assert_eq!(status, 200, "{job}");
@@ -363,7 +363,7 @@ async fn finished_job(app: &TestApp, job_id: &str) -> Value {
     panic!("job {job_id} did not finish");
 }
 
-fn long_note() -> String {
+pub fn long_note() -> String {
     let mut note = String::from(
         "Notes from the planning meeting. Maria Lopez leads the mobile team. She wants the \
          release in March. We decided to drop support for Android 9. The backend team uses \

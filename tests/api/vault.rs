@@ -133,7 +133,7 @@ fn statuses(detail: &Value) -> Vec<String> {
 }
 
 /// Injects `fault` the first `times` times `phase` starts, for each document.
-struct At {
+pub struct At {
     phase: Phase,
     fault: Fault,
     times: usize,
@@ -141,7 +141,7 @@ struct At {
 }
 
 impl At {
-    fn new(phase: Phase, fault: Fault, times: usize) -> Self {
+    pub fn new(phase: Phase, fault: Fault, times: usize) -> Self {
         At {
             phase,
             fault,
@@ -165,7 +165,7 @@ impl Faults for At {
     }
 }
 
-async fn spawn_faulty(
+pub async fn spawn_faulty(
     fault: At,
     configure: impl FnOnce(&mut memvault::config::Settings),
 ) -> TestApp {
@@ -743,6 +743,37 @@ async fn after_the_last_attempt_a_document_fails_with_its_error() {
         statuses(&detail).iter().filter(|s| *s == "failed").count(),
         2
     );
+    // Twice three generations, each failed in its parse phase: two retried and one given up
+    // each time.
+    let text = app.get("/metrics").await.text().await.unwrap();
+    for (series, value) in [
+        (
+            r#"memvault_document_failures_total{phase="parse",reason="transient"}"#,
+            6.0,
+        ),
+        (
+            r#"memvault_document_generations_total{status="retried"}"#,
+            4.0,
+        ),
+        (
+            r#"memvault_document_generations_total{status="failed"}"#,
+            2.0,
+        ),
+        (
+            r#"memvault_document_generations_total{status="completed"}"#,
+            0.0,
+        ),
+        (
+            r#"memvault_document_phase_duration_seconds_count{phase="parse"}"#,
+            0.0,
+        ),
+    ] {
+        assert_eq!(
+            crate::metrics::sample(&text, series),
+            Some(value),
+            "{series}: {text}"
+        );
+    }
 }
 
 /// Every chunk index appears once, and no memory is listed twice.

@@ -206,12 +206,16 @@ impl DocumentState {
         for phase in Phase::remaining(task.done) {
             self.record(phase, 0, 0).await?;
             self.inject(phase).await?;
+            let started = Instant::now();
             match phase {
                 Phase::Parse => parsed = Some(self.parse(&task).await?),
                 Phase::Ocr => self.ocr(&task, parsed.take()).await?,
                 Phase::Chunk => self.chunk(&task).await?,
                 Phase::Embed => self.embed(&task).await?,
                 Phase::Extract => self.extract(&task).await?,
+            }
+            if let Some(observer) = &self.args.engines.observer {
+                observer.phase_done(phase, started.elapsed());
             }
         }
         Ok(())

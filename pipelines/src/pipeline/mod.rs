@@ -350,6 +350,79 @@ pub trait Faults: Send + Sync + 'static {
     fn at(&self, document: Uuid, phase: Phase, attempt: u32) -> Option<Fault>;
 }
 
+/// How a generation ended, for an [`Observer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Completed,
+    /// Failed, and another generation runs after a backoff.
+    Retried,
+    /// Failed for good.
+    Failed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Retried => "retried",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// Why a generation failed (a bounded set: metrics label by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureReason {
+    /// A phase returned an error worth retrying (storage, the model, a worker that died).
+    Transient,
+    /// A phase refused the document (malformed, over a limit): never retried.
+    Permanent,
+    /// No progress for `stale_after`: the supervisor killed it.
+    Stale,
+    /// Killed on request (chaos drills).
+    Killed,
+    /// It panicked or stopped without an outcome.
+    Crashed,
+    /// Resumed after as many attempts as allowed, each cut short by a stop of the server.
+    Interrupted,
+}
+
+impl FailureReason {
+    pub const ALL: [FailureReason; 6] = [
+        FailureReason::Transient,
+        FailureReason::Permanent,
+        FailureReason::Stale,
+        FailureReason::Killed,
+        FailureReason::Crashed,
+        FailureReason::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureReason::Transient => "transient",
+            FailureReason::Permanent => "permanent",
+            FailureReason::Stale => "stale",
+            FailureReason::Killed => "killed",
+            FailureReason::Crashed => "crashed",
+            FailureReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What the pipeline reports as it goes (the server's metrics).
+pub trait Observer: Send + Sync + 'static {
+    /// A phase of a generation ran to its end, successfully, in `elapsed`.
+    fn phase_done(&self, phase: Phase, elapsed: Duration);
+    /// A generation ended (or, for `Interrupted`, was refused at resumption); `phase` is where
+    /// it stopped (`None`: it never ran), `reason` why it failed.
+    fn generation_ended(
+        &self,
+        outcome: Outcome,
+        phase: Option<Phase>,
+        reason: Option<FailureReason>,
+    );
+}
+
 /// What the pipeline works with.
 #[derive(Clone)]
 pub struct Engines {
@@ -359,6 +432,7 @@ pub struct Engines {
     pub embedder: Arc<dyn Embedder>,
     pub extractor: Arc<dyn Extractor>,
     pub faults: Option<Arc<dyn Faults>>,
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 /// Tuning of the pipeline.

@@ -7,14 +7,20 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use async_trait::async_trait;
+use memvault_actors::{CallFailure, Child, Current};
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr,
+    SupervisionEvent,
+};
 use uuid::Uuid;
 
 use super::document::{DocumentArgs, DocumentMsg, DocumentPipeline, Shared};
 use super::progress::is_stale;
 use super::queue::{FairQueue, Queued};
 use super::{
-    backoff, Engines, Phase, PhaseError, PhaseSlots, PipelineConfig, Status, StatusChange,
+    backoff, Engines, FailureReason, Outcome, Phase, PhaseError, PhaseSlots, PipelineConfig,
+    Status, StatusChange,
 };
 
 pub struct IngestSupervisor;
@@ -30,6 +36,17 @@ enum Ending {
     Stale(String),
     Killed(String),
     Cancelled,
+}
+
+impl Ending {
+    /// Why a generation ended this way failed; `None` when cancelled (not a failure).
+    fn failure(self) -> Option<(FailureReason, String)> {
+        match self {
+            Ending::Stale(message) => Some((FailureReason::Stale, message)),
+            Ending::Killed(message) => Some((FailureReason::Killed, message)),
+            Ending::Cancelled => None,
+        }
+    }
 }
 
 struct Generation {
@@ -107,6 +124,12 @@ impl SupervisorState {
         self.running.values_mut().find(|g| g.id == id)
     }
 
+    fn observe(&self, outcome: Outcome, phase: Option<Phase>, reason: Option<FailureReason>) {
+        if let Some(observer) = &self.engines.observer {
+            observer.generation_ended(outcome, phase, reason);
+        }
+    }
+
     async fn set_status(&self, id: Uuid, change: StatusChange) {
         let status = change.status;
         if let Err(error) = self.engines.store.set_status(id, change).await {
@@ -123,11 +146,12 @@ impl SupervisorState {
         workspace: Uuid,
         attempt: u32,
         phase: Phase,
-        error: String,
+        (reason, error): (FailureReason, String),
     ) {
         if attempt >= self.config.max_attempts {
-            tracing::error!(document_id = %id, attempt, phase = phase.as_str(), %error, "document failed, giving up");
+            tracing::error!(document_id = %id, attempt, phase = phase.as_str(), reason = reason.as_str(), %error, "document failed, giving up");
             self.stats.failed += 1;
+            self.observe(Outcome::Failed, Some(phase), Some(reason));
             self.set_status(
                 id,
                 StatusChange {
@@ -141,8 +165,9 @@ impl SupervisorState {
             return;
         }
         let delay = backoff(attempt, self.config.backoff_base, self.config.backoff_cap);
-        tracing::warn!(document_id = %id, attempt, phase = phase.as_str(), %error, retry_in_ms = delay.as_millis() as u64, "document generation failed, retrying");
+        tracing::warn!(document_id = %id, attempt, phase = phase.as_str(), reason = reason.as_str(), %error, retry_in_ms = delay.as_millis() as u64, "document generation failed, retrying");
         self.stats.retried += 1;
+        self.observe(Outcome::Retried, Some(phase), Some(reason));
         self.set_status(
             id,
             StatusChange {
@@ -206,7 +231,7 @@ impl SupervisorState {
                     workspace,
                     attempt,
                     Phase::Parse,
-                    format!("storage: {error}"),
+                    (FailureReason::Transient, format!("storage: {error}")),
                 )
                 .await;
                 continue;
@@ -242,7 +267,10 @@ impl SupervisorState {
                         workspace,
                         attempt,
                         Phase::Parse,
-                        format!("cannot start the pipeline: {error}"),
+                        (
+                            FailureReason::Transient,
+                            format!("cannot start the pipeline: {error}"),
+                        ),
                     )
                     .await;
                 }
@@ -268,10 +296,13 @@ impl SupervisorState {
         let phase = shared.progress.phase();
         let outcome = shared.outcome.lock().ok().and_then(|mut slot| slot.take());
         let failure = match (ending, outcome) {
-            (Some(Ending::Cancelled), _) => return,
-            (Some(Ending::Stale(reason)), _) | (Some(Ending::Killed(reason)), _) => reason,
+            (Some(ending), _) => match ending.failure() {
+                Some(failure) => failure,
+                None => return,
+            },
             (None, Some(Ok(()))) => {
                 self.stats.completed += 1;
+                self.observe(Outcome::Completed, Some(Phase::Extract), None);
                 tracing::info!(document_id = %id, attempt, "document completed");
                 self.set_status(
                     id,
@@ -288,6 +319,7 @@ impl SupervisorState {
             (None, Some(Err(PhaseError::Permanent(error)))) => {
                 tracing::warn!(document_id = %id, phase = phase.as_str(), %error, "document failed");
                 self.stats.failed += 1;
+                self.observe(Outcome::Failed, Some(phase), Some(FailureReason::Permanent));
                 self.set_status(
                     id,
                     StatusChange {
@@ -300,11 +332,14 @@ impl SupervisorState {
                 .await;
                 return;
             }
-            (None, Some(Err(PhaseError::Transient(error)))) => error,
-            (None, None) => format!(
-                "the {} phase crashed: {}",
-                phase.as_str(),
-                crash.unwrap_or_else(|| "stopped unexpectedly".to_string())
+            (None, Some(Err(PhaseError::Transient(error)))) => (FailureReason::Transient, error),
+            (None, None) => (
+                FailureReason::Crashed,
+                format!(
+                    "the {} phase crashed: {}",
+                    phase.as_str(),
+                    crash.unwrap_or_else(|| "stopped unexpectedly".to_string())
+                ),
             ),
         };
         self.retry_or_fail(myself, id, workspace, attempt, phase, failure)
@@ -353,6 +388,7 @@ impl Actor for IngestSupervisor {
                     let made = attempt - 1;
                     tracing::error!(document_id = %id, attempts = made, "document interrupted on every attempt, giving up");
                     state.stats.failed += 1;
+                    state.observe(Outcome::Failed, None, Some(FailureReason::Interrupted));
                     state
                         .set_status(
                             id,
@@ -482,10 +518,14 @@ impl Actor for IngestSupervisor {
     }
 }
 
-/// The handle the server uses; every call has a timeout.
+/// The handle the server uses; every call has a timeout. It follows the supervisor across
+/// restarts: a restarted supervisor has forgotten its queue (its generations died with it),
+/// and its supervisor's recovery submits every unfinished document again from storage.
 #[derive(Clone)]
 pub struct Ingestion {
-    supervisor: ActorRef<SupervisorMsg>,
+    supervisor: Current<SupervisorMsg>,
+    engines: Engines,
+    config: PipelineConfig,
     timeout: Duration,
 }
 
@@ -493,22 +533,41 @@ pub struct Ingestion {
 #[error("the ingestion supervisor did not answer")]
 pub struct IngestionUnavailable;
 
+impl From<CallFailure> for IngestionUnavailable {
+    fn from(_: CallFailure) -> Self {
+        IngestionUnavailable
+    }
+}
+
 impl Ingestion {
-    /// Starts the supervisor (unnamed, so tests can run many side by side).
+    /// A handle with no supervisor yet: the root supervisor spawns it.
+    pub fn new(engines: Engines, config: PipelineConfig, call_timeout: Duration) -> Self {
+        Ingestion {
+            supervisor: Current::default(),
+            engines,
+            config,
+            timeout: call_timeout,
+        }
+    }
+
+    /// Starts a supervisor of its own, unsupervised (tests; unnamed, so that many can run
+    /// side by side).
     pub async fn start(
         engines: Engines,
         config: PipelineConfig,
         call_timeout: Duration,
-    ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
-        let (supervisor, handle) =
-            Actor::spawn(None, IngestSupervisor, SupervisorArgs { engines, config }).await?;
-        Ok((
-            Ingestion {
-                supervisor,
-                timeout: call_timeout,
-            },
-            handle,
-        ))
+    ) -> Result<(Self, tokio::task::JoinHandle<()>), SpawnErr> {
+        let ingestion = Ingestion::new(engines, config, call_timeout);
+        let (supervisor, handle) = Actor::spawn(None, IngestSupervisor, ingestion.args()).await?;
+        ingestion.supervisor.set(supervisor);
+        Ok((ingestion, handle))
+    }
+
+    fn args(&self) -> SupervisorArgs {
+        SupervisorArgs {
+            engines: self.engines.clone(),
+            config: self.config.clone(),
+        }
     }
 
     /// Queues a document of `workspace` (generation `attempt`).
@@ -518,46 +577,52 @@ impl Ingestion {
         workspace: Uuid,
         attempt: u32,
     ) -> Result<(), IngestionUnavailable> {
-        self.supervisor
-            .cast(SupervisorMsg::Submit {
-                id,
-                workspace,
-                attempt,
-            })
-            .map_err(|_| IngestionUnavailable)
-    }
-
-    async fn call<T: Send + 'static>(
-        &self,
-        build: impl FnOnce(RpcReplyPort<T>) -> SupervisorMsg,
-    ) -> Result<T, IngestionUnavailable> {
-        match self.supervisor.call(build, Some(self.timeout)).await {
-            Ok(ractor::rpc::CallResult::Success(value)) => Ok(value),
-            Ok(_) | Err(_) => Err(IngestionUnavailable),
-        }
+        Ok(self.supervisor.cast(SupervisorMsg::Submit {
+            id,
+            workspace,
+            attempt,
+        })?)
     }
 
     /// Stops a document's work; `false` when it had none (finished, failed or unknown).
     pub async fn cancel(&self, id: Uuid) -> Result<bool, IngestionUnavailable> {
-        self.call(|reply| SupervisorMsg::Cancel { id, reply }).await
+        Ok(self
+            .supervisor
+            .call(|reply| SupervisorMsg::Cancel { id, reply }, self.timeout)
+            .await?)
     }
 
     /// Kills a document's running generation as a crash would; it is retried.
     pub async fn kill(&self, id: Uuid) -> Result<bool, IngestionUnavailable> {
-        self.call(|reply| SupervisorMsg::Kill { id, reply }).await
+        Ok(self
+            .supervisor
+            .call(|reply| SupervisorMsg::Kill { id, reply }, self.timeout)
+            .await?)
     }
 
     pub async fn stats(&self) -> Result<IngestStats, IngestionUnavailable> {
-        self.call(SupervisorMsg::GetStats).await
+        Ok(self
+            .supervisor
+            .call(SupervisorMsg::GetStats, self.timeout)
+            .await?)
     }
 
+    /// Stops a supervisor started with [`Ingestion::start`] (a supervised one is stopped by
+    /// its supervisor).
     pub fn stop(&self) {
-        self.supervisor.stop(None);
+        if let Some(supervisor) = self.supervisor.get() {
+            supervisor.stop(None);
+        }
     }
+}
 
-    /// The supervisor's cell (readiness checks that it runs).
-    pub fn cell(&self) -> ractor::ActorCell {
-        self.supervisor.get_cell()
+#[async_trait]
+impl Child for Ingestion {
+    async fn spawn_linked(&self, parent: ActorCell) -> Result<ActorCell, SpawnErr> {
+        let (supervisor, _) =
+            Actor::spawn_linked(None, IngestSupervisor, self.args(), parent).await?;
+        self.supervisor.set(supervisor.clone());
+        Ok(supervisor.get_cell())
     }
 }
 
@@ -852,6 +917,7 @@ mod tests {
             embedder,
             extractor: Arc::new(Whole),
             faults: faults.map(|f| Arc::new(f) as Arc<dyn Faults>),
+            observer: None,
         };
         let config = PipelineConfig {
             max_attempts,

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memvault_actors::{EndpointClass, MaintenanceMsg, Workspaces};
-use ractor::ActorRef;
+use memvault_actors::{EndpointClass, Maintainer, Workspaces};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -353,7 +352,7 @@ pub struct MemoryDeps {
     pub workspaces: Workspaces,
     pub embeddings: Embeddings,
     pub engine: Arc<SearchEngine>,
-    pub maintainer: ActorRef<MaintenanceMsg>,
+    pub maintainer: Maintainer,
     pub judge: Arc<dyn UpdateJudge>,
     pub metrics: Arc<crate::metrics::Metrics>,
     pub tuning: Tuning,
@@ -365,7 +364,7 @@ pub struct MemoryService {
     workspaces: Workspaces,
     embeddings: Embeddings,
     engine: Arc<SearchEngine>,
-    maintainer: ActorRef<MaintenanceMsg>,
+    maintainer: Maintainer,
     judge: Arc<dyn UpdateJudge>,
     metrics: Arc<crate::metrics::Metrics>,
     tuning: Tuning,
@@ -393,8 +392,21 @@ impl MemoryService {
     }
 
     /// Connects the jobs supervisor (start-up; it is built from this service).
-    pub fn attach_jobs(&self, jobs: ActorRef<memvault_actors::JobsMsg>) {
+    pub fn attach_jobs(&self, jobs: memvault_actors::Jobs) {
         let _ = self.jobs.set(jobs);
+    }
+
+    /// The memories' vector index size, by kind (metrics).
+    pub fn index_size(&self) -> [(&'static str, crate::search::IndexSize); 1] {
+        [("memories", self.engine.size())]
+    }
+
+    /// Schedules upkeep of every index lane that needs it (start-up, and after the
+    /// maintainer restarted with an empty queue).
+    pub fn schedule_maintenance(&self) {
+        for lane in self.engine.lanes() {
+            self.maintainer.schedule(lane);
+        }
     }
 
     pub fn tuning(&self) -> Tuning {
@@ -428,9 +440,7 @@ impl MemoryService {
             self.engine.flush().await.map_err(search_error)?;
         }
         for lane in grown {
-            if lane.needs_maintenance() {
-                let _ = self.maintainer.cast(MaintenanceMsg::Schedule(lane));
-            }
+            self.maintainer.schedule(lane);
         }
         Ok(())
     }
@@ -492,11 +502,14 @@ impl MemoryService {
         if let Some(permit) = permit {
             permit.finish(result.status == SaveStatus::Created);
         }
-        self.metrics.saved(match result.status {
-            SaveStatus::Created => "created",
-            SaveStatus::Duplicate => "duplicate",
-            SaveStatus::Superseded => "superseded",
-        });
+        self.metrics.saved(
+            match result.status {
+                SaveStatus::Created => "created",
+                SaveStatus::Duplicate => "duplicate",
+                SaveStatus::Superseded => "superseded",
+            },
+            caller.workspace_id,
+        );
         Ok(CreateOutcome::Saved(Box::new(result)))
     }
 

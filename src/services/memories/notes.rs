@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_actors::{Admission, JobHandler, JobsMsg};
+use memvault_actors::{Admission, JobHandler};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -130,7 +130,7 @@ impl MemoryService {
     fn submit_job(&self, id: Uuid) {
         match self.jobs.get() {
             Some(jobs) => {
-                if let Err(e) = jobs.cast(JobsMsg::Submit(id)) {
+                if let Err(e) = jobs.submit(id) {
                     tracing::error!(job_id = %id, error = %e, "cannot submit a job; it resumes at the next start");
                 }
             }
@@ -309,4 +309,4 @@ impl JobHandler for NoteJobs {
 
 /// Shared slot for the supervisor, set once at start-up (the supervisor needs the service and
 /// the service needs the supervisor).
-pub type JobsSlot = Arc<std::sync::OnceLock<ractor::ActorRef<JobsMsg>>>;
+pub type JobsSlot = Arc<std::sync::OnceLock<memvault_actors::Jobs>>;

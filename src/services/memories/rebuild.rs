@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use memvault_actors::MaintenanceMsg;
 use uuid::Uuid;
 
 use super::{embed_error, search_error, MemoryService};
@@ -89,11 +88,7 @@ impl MemoryService {
                 .map_err(search_error)?;
         }
         self.engine.flush().await.map_err(search_error)?;
-        for lane in self.engine.lanes() {
-            if lane.needs_maintenance() {
-                let _ = self.maintainer.cast(MaintenanceMsg::Schedule(lane));
-            }
-        }
+        self.schedule_maintenance();
         report.elapsed = started.elapsed();
         Ok(report)
     }

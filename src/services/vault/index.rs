@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use memvault_actors::MaintenanceMsg;
-use ractor::ActorRef;
+use memvault_actors::Maintainer;
 use uuid::Uuid;
 
 use crate::model::vault::{Chunk, VaultLane, VaultMemory};
@@ -78,18 +77,22 @@ impl VaultIndexes {
         })
     }
 
-    fn schedule(lanes: Vec<Arc<crate::search::LaneIndex>>, maintainer: &ActorRef<MaintenanceMsg>) {
+    fn schedule(lanes: Vec<Arc<crate::search::LaneIndex>>, maintainer: &Maintainer) {
         for lane in lanes {
-            if lane.needs_maintenance() {
-                let _ = maintainer.cast(MaintenanceMsg::Schedule(lane));
-            }
+            maintainer.schedule(lane);
         }
+    }
+
+    /// Schedules upkeep of every lane that needs it (after the maintainer restarted).
+    pub fn schedule_all(&self, maintainer: &Maintainer) {
+        Self::schedule(self.chunks.lanes(), maintainer);
+        Self::schedule(self.memories.lanes(), maintainer);
     }
 
     pub fn add_chunks(
         &self,
         chunks: Vec<IndexedChunk>,
-        maintainer: &ActorRef<MaintenanceMsg>,
+        maintainer: &Maintainer,
     ) -> Result<(), SearchError> {
         let grown = self.chunks.stage_in_pieces(
             chunks
@@ -103,7 +106,7 @@ impl VaultIndexes {
     pub fn add_memories(
         &self,
         memories: Vec<IndexedVaultMemory>,
-        maintainer: &ActorRef<MaintenanceMsg>,
+        maintainer: &Maintainer,
     ) -> Result<(), SearchError> {
         let grown = self.memories.stage_docs(
             memories

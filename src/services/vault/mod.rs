@@ -15,12 +15,11 @@ mod views;
 
 use std::sync::{Arc, OnceLock};
 
-use memvault_actors::{EndpointClass, MaintenanceMsg, Workspaces};
+use memvault_actors::{EndpointClass, Maintainer, Workspaces};
 use memvault_pipelines::model::SourceKind;
 use memvault_pipelines::pipeline::{
     Decoder, Engines, Extractor, Ingestion, PhaseError, Status, StatusChange,
 };
-use ractor::ActorRef;
 use uuid::Uuid;
 
 use crate::embedding::{EmbedError, Embeddings};
@@ -51,7 +50,7 @@ pub struct VaultDeps {
     pub store: Arc<dyn Store>,
     pub workspaces: Workspaces,
     pub embeddings: Embeddings,
-    pub maintainer: ActorRef<MaintenanceMsg>,
+    pub maintainer: Maintainer,
     pub fetch: FetchPolicy,
     pub max_upload_bytes: usize,
     pub fusion: crate::config::Fusion,
@@ -65,13 +64,16 @@ pub struct VaultDeps {
     /// Where uploaded bytes are decoded (worker processes): the pipeline's parse and OCR, and
     /// the content check of a file whose name and type say nothing.
     pub decoder: Arc<dyn Decoder>,
+    /// Where the pipeline's phase times and generation outcomes are counted.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 pub struct VaultService {
     store: Arc<dyn Store>,
+    metrics: Arc<crate::metrics::Metrics>,
     workspaces: Workspaces,
     embeddings: Embeddings,
-    maintainer: ActorRef<MaintenanceMsg>,
+    maintainer: Maintainer,
     indexes: Arc<VaultIndexes>,
     ingestion: OnceLock<Ingestion>,
     fetch: FetchPolicy,
@@ -184,6 +186,7 @@ impl VaultService {
             chunk_pieces: deps.chunk_pieces,
             extractor: deps.extractor,
             decoder: deps.decoder,
+            metrics: deps.metrics,
         })
     }
 
@@ -227,12 +230,29 @@ impl VaultService {
             embedder: Arc::new(pipeline::ModelEmbedder(self.embeddings.clone())),
             extractor: self.extractor.clone(),
             faults: None,
+            observer: Some(Arc::new(pipeline::PipelineMetrics::new(
+                self.metrics.clone(),
+            ))),
         }
     }
 
     /// Connects the ingestion supervisor (start-up).
     pub fn attach_ingestion(&self, ingestion: Ingestion) {
         let _ = self.ingestion.set(ingestion);
+    }
+
+    /// The vault's vector index sizes, by kind (metrics).
+    pub fn index_sizes(&self) -> [(&'static str, crate::search::IndexSize); 2] {
+        [
+            ("vault_chunks", self.indexes.chunks.size()),
+            ("vault_memories", self.indexes.memories.size()),
+        ]
+    }
+
+    /// Schedules upkeep of every index lane that needs it (after the maintainer restarted
+    /// with an empty queue).
+    pub fn schedule_maintenance(&self) {
+        self.indexes.schedule_all(&self.maintainer);
     }
 
     /// The ingestion supervisor's counts, if it answers (metrics).

@@ -5,13 +5,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memvault_actors::MaintenanceMsg;
+use memvault_actors::Maintainer;
 use memvault_pipelines::model::{ChunkDraft, FactDraft, Section};
 use memvault_pipelines::pipeline::{
-    ChunkVectors, Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor, Phase,
-    Progress, StatusChange, StoreError, StoredChunk,
+    ChunkVectors, Chunker, DocumentStore, DocumentTask, EmbeddedFact, Embedder, Extractor,
+    FailureReason, Observer, Outcome, Phase, Progress, StatusChange, StoreError, StoredChunk,
 };
-use ractor::ActorRef;
 use uuid::Uuid;
 
 use super::index::VaultIndexes;
@@ -33,7 +32,7 @@ fn now_micros() -> i64 {
 pub struct PipelineStore {
     pub store: Arc<dyn Store>,
     pub indexes: Arc<VaultIndexes>,
-    pub maintainer: ActorRef<MaintenanceMsg>,
+    pub maintainer: Maintainer,
     pub model: String,
 }
 
@@ -191,5 +190,46 @@ impl Embedder for ModelEmbedder {
             .embed_documents(texts)
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+/// The `phase` label of a failure that happened before any phase ran.
+const NO_PHASE: &str = "none";
+
+/// Counts the pipeline's phase times and generation outcomes in the server's metrics.
+pub struct PipelineMetrics(Arc<crate::metrics::Metrics>);
+
+impl PipelineMetrics {
+    /// Exports every phase's and failure's series at zero first.
+    pub fn new(metrics: Arc<crate::metrics::Metrics>) -> Self {
+        for phase in Phase::remaining(None) {
+            metrics.phase_series(phase.as_str());
+            for reason in FailureReason::ALL {
+                if reason != FailureReason::Interrupted {
+                    metrics.failure_series(phase.as_str(), reason.as_str());
+                }
+            }
+        }
+        // Refused at resumption, before any phase ran.
+        metrics.failure_series(NO_PHASE, FailureReason::Interrupted.as_str());
+        PipelineMetrics(metrics)
+    }
+}
+
+impl Observer for PipelineMetrics {
+    fn phase_done(&self, phase: Phase, elapsed: std::time::Duration) {
+        self.0.phase_done(phase.as_str(), elapsed);
+    }
+
+    fn generation_ended(
+        &self,
+        outcome: Outcome,
+        phase: Option<Phase>,
+        reason: Option<FailureReason>,
+    ) {
+        self.0.generation_ended(
+            outcome.as_str(),
+            reason.map(|r| (phase.map_or(NO_PHASE, Phase::as_str), r.as_str())),
+        );
     }
 }
