@@ -34,7 +34,7 @@ macro_rules! string_enum {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
         pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
+            $(#[serde(rename = $text)] #[schema(rename = $text)] $variant),+
         }
 
         impl $name {
@@ -87,6 +87,16 @@ string_enum!(
         Mcp => "mcp",
         Web => "web",
         Integration => "integration",
+    }
+);
+
+string_enum!(
+    /// How a search ranks: keywords and meaning fused (`hybrid`), keywords only (BM25), or
+    /// meaning only (vectors).
+    Ranking {
+        Hybrid => "hybrid",
+        Keyword => "keyword",
+        Semantic => "semantic",
     }
 );
 

@@ -228,7 +228,7 @@ impl Application {
             },
             call_timeout,
         );
-        memories.attach_jobs(jobs.clone());
+        memories.attach_jobs(jobs.queue());
 
         let decoder: Arc<dyn Decoder> = match overrides.decoder {
             Some(decoder) => decoder,

@@ -159,9 +159,9 @@ impl Actor for JobsSupervisor {
     }
 }
 
-/// The handle the rest of memvault uses; it follows the supervisor across restarts. A
-/// restarted supervisor has forgotten its queue (its workers died with it): its supervisor's
-/// recovery submits every unfinished job again from storage.
+/// How the root supervisor spawns the jobs supervisor (it holds the handler). Callers get a
+/// [`JobQueue`], which holds no handler: the handler holds the service that submits jobs, and a
+/// queue holding the handler would make a cycle that is never freed.
 #[derive(Clone)]
 pub struct Jobs {
     current: Current<JobsMsg>,
@@ -179,6 +179,25 @@ impl Jobs {
         }
     }
 
+    /// Where jobs are submitted, following the supervisor across restarts.
+    pub fn queue(&self) -> JobQueue {
+        JobQueue {
+            current: self.current.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// The handle the rest of memvault uses; it follows the supervisor across restarts. A
+/// restarted supervisor has forgotten its queue (its workers died with it): its supervisor's
+/// recovery submits every unfinished job again from storage.
+#[derive(Clone)]
+pub struct JobQueue {
+    current: Current<JobsMsg>,
+    timeout: Duration,
+}
+
+impl JobQueue {
     /// Runs job `id` (ignored when it is already queued or running).
     pub fn submit(&self, id: Uuid) -> Result<(), CallFailure> {
         self.current.cast(JobsMsg::Submit(id))

@@ -16,7 +16,7 @@ pub mod store;
 pub mod supervisor;
 pub mod workspace;
 
-pub use jobs::{backoff, JobHandler, JobStats, Jobs, JobsArgs, JobsMsg, JobsSupervisor};
+pub use jobs::{backoff, JobHandler, JobQueue, JobStats, Jobs, JobsArgs, JobsMsg, JobsSupervisor};
 pub use maintenance::{
     Maintainable, Maintainer, MaintenanceActor, MaintenanceMsg, MaintenanceStats,
 };

@@ -18,17 +18,60 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 pub const SESSION_COOKIE: &str = "memvault.session_token";
 
 /// A JSON body; malformed or mistyped bodies are 400 naming the field, a missing JSON content
-/// type is 415, an oversized body 413.
+/// type is 415, an oversized body 413. Every body of this API is a JSON object: serde would
+/// also read a struct from an array of its fields in order, which no client means.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Error> {
+        let (parts, body) = request.into_parts();
+        let bytes = read_body(Request::from_parts(parts.clone(), body), state).await?;
+        let json = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
+        if json {
+            must_be_an_object(&bytes)?;
+        }
+        let request = Request::from_parts(parts, axum::body::Body::from(bytes));
         match Json::<T>::from_request(request, state).await {
             Ok(Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(json_error(rejection)),
         }
+    }
+}
+
+/// The whole body, or the error that ended reading it (408, 413, 400).
+async fn read_body<S: Send + Sync>(
+    request: Request,
+    state: &S,
+) -> Result<axum::body::Bytes, Error> {
+    axum::body::Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            if body_timed_out(&rejection) {
+                Error::BodyTimeout
+            } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Error::PayloadTooLarge
+            } else {
+                Error::BadRequest(format!(
+                    "could not read the body: {}",
+                    rejection.body_text()
+                ))
+            }
+        })
+}
+
+/// 400 unless the body is (or starts as) a JSON object; syntax is left to the parser.
+fn must_be_an_object(bytes: &[u8]) -> Result<(), Error> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') | None => Ok(()),
+        Some(_) => Err(Error::BadRequest(
+            "invalid JSON body: must be a JSON object".to_string(),
+        )),
     }
 }
 
@@ -189,23 +232,11 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
     type Rejection = Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Error> {
-        let bytes = axum::body::Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                if body_timed_out(&rejection) {
-                    Error::BodyTimeout
-                } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    Error::PayloadTooLarge
-                } else {
-                    Error::BadRequest(format!(
-                        "could not read the body: {}",
-                        rejection.body_text()
-                    ))
-                }
-            })?;
+        let bytes = read_body(request, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(T::default()));
         }
+        must_be_an_object(&bytes)?;
         serde_json::from_slice(&bytes)
             .map(OptionalJson)
             .map_err(|e| Error::BadRequest(format!("invalid JSON body: {e}")))

@@ -278,6 +278,7 @@ pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Rout
         )
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(middleware::from_fn(refuse_empty_query))
         // After routing, so that the route template is known.
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -318,9 +319,53 @@ pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Rout
         )
 }
 
+/// An empty query parameter (`limit=`, or a bare `limit`) of the REST API is refused with 400
+/// naming it: omit a parameter to leave it unset (docs/API.md). The OpenAPI document says so
+/// (every string query parameter has `minLength: 1`). OAuth's endpoints keep RFC 6749's rule
+/// (an empty parameter counts as omitted), so they are not checked here.
+async fn refuse_empty_query(
+    request: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if request.uri().path().starts_with("/api/") {
+        if let Some(name) = request.uri().query().and_then(first_empty_parameter) {
+            return crate::error::Error::validation(
+                name,
+                "must not be empty (omit the parameter to leave it unset)",
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// The name of the first parameter of `query` without a value, decoded.
+fn first_empty_parameter(query: &str) -> Option<String> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(_, value)| value.is_empty())
+        .map(|(name, _)| crate::loggable::loggable_up_to(&name, 64))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::loggable_path;
+    use super::{first_empty_parameter, loggable_path};
+
+    #[test]
+    fn the_first_empty_query_parameter_is_named() {
+        assert_eq!(
+            first_empty_parameter("limit=&scope=a").as_deref(),
+            Some("limit")
+        );
+        assert_eq!(
+            first_empty_parameter("scope=a&offset").as_deref(),
+            Some("offset")
+        );
+        assert_eq!(first_empty_parameter("a%20b=").as_deref(), Some("a b"));
+        assert_eq!(first_empty_parameter("limit=5&scope=a"), None);
+        assert_eq!(first_empty_parameter("limit=5&"), None);
+        assert_eq!(first_empty_parameter("q=a%3Db"), None);
+    }
 
     #[test]
     fn invitation_tokens_are_redacted_from_logged_paths() {

@@ -10,17 +10,18 @@ use super::error::ErrorBody;
 use super::extract::{ApiJson, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::Error;
+use crate::services::accounts::WorkspaceParam;
 use crate::services::memories::Success;
 use crate::services::vault::{
     BrowseParams, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
     DocumentAccepted, DocumentAt, DocumentDeleted, DocumentDetail, DocumentList, DocumentMemories,
-    UploadInput, VaultCreated, VaultFeedbackInput, VaultList, VaultMemoryList, VaultParams,
-    VaultSearchParams, VaultSearchResults,
+    DocumentMemoriesParams, UploadInput, VaultCreated, VaultFeedbackInput, VaultList,
+    VaultMemoryList, VaultParams, VaultSearchParams, VaultSearchResults,
 };
 use crate::services::Principal;
 
 /// The vaults of the workspace (the default one is made on first use).
-#[utoipa::path(get, path = "/api/context-vault/vaults", tag = "context vault", params(VaultParams),
+#[utoipa::path(get, path = "/api/context-vault/vaults", tag = "context vault", params(WorkspaceParam),
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "the vaults, oldest first", body = VaultList),
@@ -31,7 +32,7 @@ use crate::services::Principal;
 pub async fn list_vaults(
     State(state): State<AppState>,
     who: Principal,
-    ApiQuery(params): ApiQuery<VaultParams>,
+    ApiQuery(params): ApiQuery<WorkspaceParam>,
 ) -> Result<Json<VaultList>, Error> {
     Ok(Json(
         state.vault.list_vaults(&who, params.workspace_id).await?,
@@ -60,13 +61,43 @@ pub async fn create_vault(
     ))
 }
 
+/// The multipart form of an upload, as the OpenAPI document states it (the handler reads the
+/// parts one by one; unknown parts are ignored).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The document: PDF, DOCX, XLSX, XLS, ODS, CSV, HTML, Markdown, text or an image (PNG,
+    /// JPEG, WebP, TIFF); at most `max_upload_bytes` (25 MiB by default).
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    #[schema(value_type = uuid::Uuid, required = false)]
+    workspace_id: Option<uuid::Uuid>,
+    #[schema(value_type = uuid::Uuid, required = false)]
+    vault_id: Option<uuid::Uuid>,
+    /// At most 300 characters; defaults to the file name.
+    #[schema(value_type = String, required = false, max_length = 300)]
+    title: Option<String>,
+    /// The file's kind when its name does not say (`pdf`, `docx`, `md`, `png`, ...).
+    #[schema(value_type = String, required = false)]
+    source_type: Option<String>,
+    /// Text already extracted by the client, used instead of parsing the file.
+    #[schema(value_type = String, required = false)]
+    extracted_text: Option<String>,
+    #[schema(value_type = String, required = false, max_length = 200)]
+    scope: Option<String>,
+    #[schema(value_type = String, required = false, max_length = 100)]
+    project: Option<String>,
+}
+
 /// Uploads a file (multipart: `file`, `title`, `sourceType`, `extractedText`, `vaultId`,
 /// `scope`, `project`, `workspaceId`). The file is stored before the 202; processing runs in
 /// the background.
 #[utoipa::path(post, path = "/api/context-vault/documents/upload", tag = "context vault",
-    request_body(content_type = "multipart/form-data", description = "file and fields"),
+    request_body(content_type = "multipart/form-data", content = UploadForm, description = "the file and its fields"),
     security(("api_key" = []), ("session" = [])),
     responses(
+        (status = 404, description = "the vault (`vaultId`) does not exist in this workspace", body = ErrorBody),
         (status = 202, description = "accepted", body = DocumentAccepted),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),
         (status = 413, description = "file over the upload limit (25 MiB by default)", body = ErrorBody),
@@ -146,6 +177,7 @@ fn multipart_error(error: axum::extract::multipart::MultipartError) -> Error {
 #[utoipa::path(post, path = "/api/context-vault/documents", tag = "context vault", request_body = CreateDocument,
     security(("api_key" = []), ("session" = [])),
     responses(
+        (status = 404, description = "the vault (`vaultId`) does not exist in this workspace", body = ErrorBody),
         (status = 202, description = "accepted", body = DocumentAccepted),
         (status = 400, description = "invalid field (named in `error`), or the URL was refused or could not be fetched", body = ErrorBody),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
@@ -167,6 +199,7 @@ pub async fn create_document(
 #[utoipa::path(get, path = "/api/context-vault/documents", tag = "context vault", params(VaultParams),
     security(("api_key" = []), ("session" = [])),
     responses((status = 200, description = "documents", body = DocumentList),
+        (status = 404, description = "the vault (`vaultId`) does not exist in this workspace", body = ErrorBody),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
         (status = 403, description = "another workspace", body = ErrorBody),
         (status = 429, description = "rate limit exceeded", body = ErrorBody),
@@ -219,7 +252,7 @@ pub async fn delete_document(
 }
 
 /// The memories extracted from a document, with their evidence.
-#[utoipa::path(get, path = "/api/context-vault/documents/{id}/memories", tag = "context vault", params(VaultParams),
+#[utoipa::path(get, path = "/api/context-vault/documents/{id}/memories", tag = "context vault", params(DocumentMemoriesParams),
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, description = "memories", body = DocumentMemories),
@@ -232,7 +265,7 @@ pub async fn document_memories(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<String>,
-    ApiQuery(params): ApiQuery<VaultParams>,
+    ApiQuery(params): ApiQuery<DocumentMemoriesParams>,
 ) -> Result<Json<DocumentMemories>, Error> {
     Ok(Json(
         state.vault.document_memories(&who, &id, params).await?,
@@ -284,6 +317,7 @@ pub async fn retry_document(
 #[utoipa::path(get, path = "/api/context-vault/search", tag = "context vault", params(VaultSearchParams),
     security(("api_key" = []), ("session" = [])),
     responses(
+        (status = 404, description = "the vault (`vaultId`) does not exist in this workspace", body = ErrorBody),
         (status = 200, description = "results", body = VaultSearchResults),
         (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
@@ -302,6 +336,7 @@ pub async fn search(
 #[utoipa::path(get, path = "/api/context-vault/memories", tag = "context vault", params(BrowseParams),
     security(("api_key" = []), ("session" = [])),
     responses(
+        (status = 404, description = "the vault (`vaultId`) does not exist in this workspace", body = ErrorBody),
         (status = 200, description = "memories", body = VaultMemoryList),
         (status = 400, description = "invalid parameter (named in `error`)", body = ErrorBody),
         (status = 401, description = "missing or invalid API key", body = ErrorBody),
@@ -321,6 +356,7 @@ pub async fn browse(
 #[utoipa::path(post, path = "/api/context-vault/memories", tag = "context vault", request_body = CreateCompanyFact,
     security(("api_key" = []), ("session" = [])),
     responses(
+        (status = 404, description = "the vault (`vaultId`) does not exist in this workspace", body = ErrorBody),
         (status = 201, description = "created", body = CompanyFactCreated),
         (status = 200, description = "an equal fact already exists", body = CompanyFactCreated),
         (status = 400, description = "invalid field (named in `error`)", body = ErrorBody),

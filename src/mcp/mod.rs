@@ -83,7 +83,20 @@ pub fn routes(
     );
     Router::new()
         .nest_service("/mcp", service)
+        .route_layer(middleware::from_fn(session_end_is_ok))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
+}
+
+/// rmcp answers a session's end (`DELETE /mcp`) with 202; the specification leaves the success
+/// status open and the official Python SDK logs a warning for anything but 200 or 204 (the
+/// TypeScript SDK takes any 2xx): an ended session is answered 200.
+async fn session_end_is_ok(request: Request, next: Next) -> Response {
+    let ending = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if ending && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::OK;
+    }
+    response
 }
 
 /// `Memvault-API-Key` or `X-API-Key`, else an OAuth access token (`Authorization: Bearer`) ->

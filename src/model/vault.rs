@@ -22,6 +22,27 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// How a document given as JSON arrives: its text (`text`, `markdown`), or a URL to fetch
+    /// (`url`, `remote_file`). Files go to the upload endpoint.
+    DocumentSourceType {
+        Text => "text",
+        Markdown => "markdown",
+        Url => "url",
+        RemoteFile => "remote_file",
+    }
+);
+
+string_enum!(
+    /// What a vault search returns: passages and memories in two lists (`hybrid`), passages
+    /// only, or memories only.
+    VaultSearchMode {
+        Hybrid => "hybrid",
+        Documents => "documents",
+        Memories => "memories",
+    }
+);
+
 /// A named container of documents and facts inside a workspace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vault {

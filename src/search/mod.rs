@@ -41,13 +41,12 @@ pub enum Mode {
     Semantic,
 }
 
-impl Mode {
-    pub fn parse(value: &str) -> Option<Mode> {
-        match value {
-            "hybrid" => Some(Mode::Hybrid),
-            "keyword" => Some(Mode::Keyword),
-            "semantic" => Some(Mode::Semantic),
-            _ => None,
+impl From<crate::model::Ranking> for Mode {
+    fn from(ranking: crate::model::Ranking) -> Self {
+        match ranking {
+            crate::model::Ranking::Hybrid => Mode::Hybrid,
+            crate::model::Ranking::Keyword => Mode::Keyword,
+            crate::model::Ranking::Semantic => Mode::Semantic,
         }
     }
 }

@@ -136,18 +136,33 @@ pub fn slugify(name: &str) -> String {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignUp {
+    /// An email address (at most 254 characters); case does not matter.
+    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
     pub email: Option<String>,
     /// 8 to 128 characters.
+    #[schema(value_type = String, required = true, min_length = 8, max_length = 128)]
     pub password: Option<String>,
-    /// Shown to teammates; defaults to the part of the email before `@`.
+    /// Shown to teammates (1 to 100 characters, no control characters); defaults to the part
+    /// of the email before `@`.
+    #[schema(
+        max_length = 100,
+        pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$"
+    )]
     pub name: Option<String>,
+    /// A picture's URL (at most 2,000 characters, no control characters).
+    #[schema(
+        max_length = 2000,
+        pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$"
+    )]
     pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignIn {
+    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
     pub email: Option<String>,
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 128)]
     pub password: Option<String>,
 }
 
@@ -237,9 +252,12 @@ pub struct WorkspaceCreated {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateWorkspace {
-    /// 1 to 100 characters.
+    /// 1 to 100 characters (no control characters).
+    #[schema(value_type = String, required = true, max_length = 100, pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$")]
     pub name: Option<String>,
-    /// Lower-case letters, digits and dashes; made from the name when absent. Unique.
+    /// 1 to 60 lower-case letters, digits and dashes, not starting or ending with a dash;
+    /// made from the name when absent. Unique.
+    #[schema(pattern = r"^\s*(?:[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?)?\s*$")]
     pub slug: Option<String>,
 }
 
@@ -332,14 +350,17 @@ pub struct Team {
 #[serde(rename_all = "camelCase")]
 pub struct ChangeRole {
     /// `admin`, `member` or `viewer`; `owner` too when an owner asks.
+    #[schema(value_type = Role, required = true)]
     pub role: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateInvitation {
+    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
     pub email: Option<String>,
     /// `admin`, `member` or `viewer` (default `member`).
+    #[schema(pattern = r"^\s*(?:admin|member|viewer)\s*$")]
     pub role: Option<String>,
 }
 
@@ -393,9 +414,11 @@ pub struct ApiKeyList {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateApiKey {
-    /// 1 to 100 characters.
+    /// 1 to 100 characters (no control characters).
+    #[schema(value_type = String, required = true, max_length = 100, pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$")]
     pub name: Option<String>,
     /// The role the key acts with; default and most: the caller's own.
+    #[schema(value_type = Option<Role>)]
     pub role: Option<String>,
 }
 
@@ -418,8 +441,12 @@ pub struct WorkspaceParam {
 // ----- validation ---------------------------------------------------------------------------
 
 fn email(raw: Option<&str>) -> Result<String> {
-    let email = raw.map(str::trim).unwrap_or_default().to_lowercase();
     let invalid = || Error::validation("email", "must be an email address like name@example.com");
+    // Counted as sent, blanks around it included.
+    if raw.is_some_and(|raw| raw.chars().count() > MAX_EMAIL_CHARS) {
+        return Err(invalid());
+    }
+    let email = raw.map(str::trim).unwrap_or_default().to_lowercase();
     if email.is_empty() {
         return Err(Error::validation("email", "is required"));
     }
@@ -439,14 +466,17 @@ fn email(raw: Option<&str>) -> Result<String> {
     Ok(email)
 }
 
+/// Counted as sent (blanks around it included), then trimmed.
 fn text(field: &str, raw: Option<&str>, max: usize) -> Result<Option<String>> {
+    if raw.is_some_and(|value| value.chars().count() > max) {
+        return Err(Error::validation(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
     match raw.map(str::trim) {
         None => Ok(None),
         Some("") => Err(Error::validation(field, "must not be empty")),
-        Some(value) if value.chars().count() > max => Err(Error::validation(
-            field,
-            format!("must be at most {max} characters"),
-        )),
         Some(value) if value.chars().any(char::is_control) => Err(Error::validation(
             field,
             "must not contain control characters",

@@ -56,14 +56,17 @@ pub struct SubscriptionView {
 #[into_params(parameter_in = Query)]
 pub struct SubscriptionQuery {
     /// The workspace; a member of several must name it (400 otherwise).
+    #[param(value_type = Option<Uuid>)]
     pub workspace_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutBody {
+    #[schema(value_type = Option<Uuid>)]
     pub workspace_id: Option<String>,
     /// The paid plan to buy: `hobby`, `pro` (default) or `ultimate`.
+    #[schema(pattern = r"^\s*(?:hobby|pro|ultimate)\s*$")]
     pub plan: Option<String>,
 }
 
@@ -77,6 +80,7 @@ pub struct CheckoutView {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PortalBody {
+    #[schema(value_type = Option<Uuid>)]
     pub workspace_id: Option<String>,
 }
 
@@ -88,8 +92,10 @@ pub struct PortalView {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangePlanBody {
+    #[schema(value_type = Option<Uuid>)]
     pub workspace_id: Option<String>,
     /// `free`, `hobby`, `pro` or `ultimate`.
+    #[schema(value_type = String, required = true, pattern = r"^\s*(?:free|hobby|pro|ultimate)\s*$")]
     pub plan: Option<String>,
 }
 
@@ -193,7 +199,7 @@ pub fn plan_after(status: SubscriptionStatus, product_plan: Option<Plan>) -> Opt
 
 fn plan_value(field: &str, raw: Option<&str>, default: Option<Plan>) -> Result<Plan> {
     match raw.map(str::trim) {
-        None | Some("") => default
+        None => default
             .ok_or_else(|| Error::validation(field, "is required: free, hobby, pro or ultimate")),
         Some(raw) => Plan::from_str(raw)
             .map_err(|_| Error::validation(field, "must be one of free, hobby, pro, ultimate")),
@@ -201,8 +207,8 @@ fn plan_value(field: &str, raw: Option<&str>, default: Option<Plan>) -> Result<P
 }
 
 fn workspace_value(raw: Option<&str>) -> Result<Option<Uuid>> {
-    match raw.map(str::trim) {
-        None | Some("") => Ok(None),
+    match raw {
+        None => Ok(None),
         Some(raw) => Uuid::parse_str(raw)
             .map(Some)
             .map_err(|_| Error::validation("workspaceId", "must be a UUID")),

@@ -131,19 +131,6 @@ pub struct Caller {
     pub source: Source,
 }
 
-impl Caller {
-    /// A request may name its workspace more than once (query and body); never two.
-    pub fn check_workspace(&self, requested: Option<Uuid>) -> Result<()> {
-        match requested {
-            Some(id) if id != self.workspace_id => Err(Error::validation(
-                "workspaceId",
-                "the query string and the body name different workspaces",
-            )),
-            _ => Ok(()),
-        }
-    }
-}
-
 /// Admits one request of `class` through the workspace's actor, recording the rate status for
 /// the response headers. Returns the memory permit when one was asked for.
 pub(crate) async fn admit(

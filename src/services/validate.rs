@@ -10,6 +10,8 @@ pub const MAX_SCOPE_CHARS: usize = 200;
 pub const MAX_PROJECT_CHARS: usize = 100;
 pub const MAX_THREAD_CHARS: usize = 200;
 pub const MAX_SPEAKER_CHARS: usize = 100;
+/// The largest list offset (far past any page; a bound the OpenAPI document can state).
+pub const MAX_OFFSET: i64 = i32::MAX as i64;
 
 pub(crate) fn chars(value: &str) -> usize {
     value.chars().count()
@@ -52,16 +54,16 @@ pub(crate) fn speaker(value: Option<&str>) -> Result<String> {
     trimmed_name("speaker", value, MAX_SPEAKER_CHARS)
 }
 
-/// An optional name: trimmed, at most `max` characters; absent or blank is `""`.
+/// An optional name: at most `max` characters as sent, then trimmed; absent or blank is `""`.
 fn trimmed_name(field: &str, value: Option<&str>, max: usize) -> Result<String> {
-    let value = value.unwrap_or_default().trim();
+    let value = value.unwrap_or_default();
     if chars(value) > max {
         return Err(Error::validation(
             field,
             format!("must be at most {max} characters"),
         ));
     }
-    Ok(value.to_string())
+    Ok(value.trim().to_string())
 }
 
 pub(crate) fn project(value: Option<&str>) -> Result<String> {

@@ -529,7 +529,10 @@ async fn a_vault_document_is_invisible_from_another_scope_in_rest_and_mcp() {
     // Another scope, and the unscoped lane, see nothing, and direct ids are 404.
     for other in ["tenant-b", ""] {
         let (_, listed) = app
-            .get_json(&format!("/api/context-vault/documents?scope={other}"))
+            .get_json(&crate::helpers::with_scope(
+                "/api/context-vault/documents",
+                other,
+            ))
             .await;
         assert_eq!(listed["total"], 0, "{other}: {listed}");
         assert!(listed["documents"].as_array().unwrap().is_empty());
@@ -553,7 +556,7 @@ async fn a_vault_document_is_invisible_from_another_scope_in_rest_and_mcp() {
                 .with_key(
                     &app.api_key,
                     method.clone(),
-                    &format!("{path}?scope={other}"),
+                    &crate::helpers::with_scope(&path, other),
                 )
                 .send()
                 .await
@@ -561,14 +564,18 @@ async fn a_vault_document_is_invisible_from_another_scope_in_rest_and_mcp() {
             assert_error(response, 404, "not found").await;
         }
         let (_, found) = app
-            .get_json(&format!(
-                "/api/context-vault/search?q=Zephyr%20ships&scope={other}"
+            .get_json(&crate::helpers::with_scope(
+                "/api/context-vault/search?q=Zephyr%20ships",
+                other,
             ))
             .await;
         assert!(found["chunks"].as_array().unwrap().is_empty(), "{found}");
         assert!(found["memories"].as_array().unwrap().is_empty(), "{found}");
         let (_, browsed) = app
-            .get_json(&format!("/api/context-vault/memories?scope={other}"))
+            .get_json(&crate::helpers::with_scope(
+                "/api/context-vault/memories",
+                other,
+            ))
             .await;
         assert_eq!(browsed["total"], 0, "{browsed}");
         let rated = app

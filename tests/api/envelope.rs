@@ -129,3 +129,49 @@ async fn error_bodies_have_exactly_the_documented_fields() {
     keys.sort();
     assert_eq!(keys, vec!["code", "error", "requestId"]);
 }
+
+/// The API's rules for what a request is, as the OpenAPI document states them: an empty query
+/// parameter is refused naming it (omit it instead), and every JSON body is an object.
+#[tokio::test]
+async fn empty_query_parameters_and_non_object_bodies_are_refused_naming_them() {
+    let app = spawn_app().await;
+    for (path, field) in [
+        ("/api/memories?limit=", "limit"),
+        ("/api/memories?scope=&limit=5", "scope"),
+        ("/api/memories/search?q=tea&mode", "mode"),
+        ("/api/context-vault/documents?workspaceId=", "workspaceId"),
+    ] {
+        let error = assert_error(app.send(Method::GET, path).await, 400, "must not be empty").await;
+        assert!(
+            error["error"].as_str().unwrap().contains(field),
+            "{path}: {error}"
+        );
+    }
+    // Left out, the same parameters are fine.
+    let (status, _) = app.get_json("/api/memories?limit=5").await;
+    assert_eq!(status, 200);
+    for body in [r#"["Maya likes tea", null]"#, "42", r#""text""#] {
+        let r = app
+            .request(Method::POST, "/api/memories")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_error(r, 400, "must be a JSON object").await;
+    }
+    // An optional body too (feedback on a vault memory).
+    let r = app
+        .request(
+            Method::POST,
+            &format!("/api/context-vault/memories/{}/feedback", uuid::Uuid::nil()),
+        )
+        .header("content-type", "application/json")
+        .body("[null, \"helpful\"]")
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, 400, "must be a JSON object").await;
+    let (_, list) = app.get_json("/api/memories").await;
+    assert_eq!(list["total"], 0, "nothing was stored: {list}");
+}

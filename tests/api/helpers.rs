@@ -439,6 +439,17 @@ impl Drop for TestApp {
     }
 }
 
+/// `path` with `scope` in its query string; the unscoped lane (`""`) is the parameter left out
+/// (an empty query parameter is refused).
+pub fn with_scope(path: &str, scope: &str) -> String {
+    if scope.is_empty() {
+        path.to_string()
+    } else {
+        let separator = if path.contains('?') { '&' } else { '?' };
+        format!("{path}{separator}scope={scope}")
+    }
+}
+
 pub fn merge(target: &mut Value, extra: Value) {
     if let (Some(target), Value::Object(extra)) = (target.as_object_mut(), extra) {
         target.extend(extra);

@@ -68,7 +68,10 @@ pub(crate) async fn settle_in(app: &TestApp, id: &str, scope: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let (status, json) = app
-            .get_json(&format!("/api/context-vault/documents/{id}?scope={scope}"))
+            .get_json(&crate::helpers::with_scope(
+                &format!("/api/context-vault/documents/{id}"),
+                scope,
+            ))
             .await;
         assert_eq!(status, 200, "{json}");
         let state = json["document"]["status"].as_str().unwrap().to_string();

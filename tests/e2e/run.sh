@@ -25,19 +25,9 @@ BASE="http://127.0.0.1:$PORT"
 DATA=$(mktemp -d -t memvault-e2e-XXXXXX)
 SERVER_PID=""
 
-stop_server() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
-  rm -rf "$DATA"
-}
+SERVER_LOG="$ARTIFACTS/server.log"
+# shellcheck source=../server.sh
+. tests/server.sh
 trap stop_server EXIT INT TERM
 
 # A clean server: its own SQLite file, no configuration file or database URL from outside, no
@@ -52,24 +42,7 @@ env -u DATABASE_URL -u MEMVAULT_DATABASE_URL -u MEMVAULT_PUBLIC_URL \
 SERVER_PID=$!
 
 echo "memvault starting at $BASE (data in $DATA)"
-ready=""
-for _ in $(seq 1 600); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "memvault exited before it was ready; its log:" >&2
-    tail -n 40 "$ARTIFACTS/server.log" >&2
-    exit 1
-  fi
-  if curl -fsS "$BASE/readyz" >/dev/null 2>&1; then
-    ready=yes
-    break
-  fi
-  sleep 0.2
-done
-if [ -z "$ready" ]; then
-  echo "memvault was not ready within 120 s; its log:" >&2
-  tail -n 40 "$ARTIFACTS/server.log" >&2
-  exit 1
-fi
+wait_until_ready
 
 status=0
 node "$E2E/dashboard.spec.mjs" "$BASE" || status=$?

@@ -4,7 +4,9 @@ Usage: client.py MCP_URL OWNER_KEY VIEWER_KEY SESSION_COOKIE WORKSPACE_ID FOREIG
 
 Connects over streamable HTTP with an API key, lists the tools and calls every one of them,
 checking each answer; checks that a wrong key cannot connect and that a viewer's key gets a
-tool error (not a result) from a write tool. Then connects as an assistant connector would,
+tool error (not a result) from a write tool. Checks the session's life over raw HTTP: a client
+that reconnects (a new connection, the same Mcp-Session-Id) keeps its session, and ending it
+(DELETE) is answered as the SDKs expect (200; the SDK logs no warning). Then connects as an assistant connector would,
 with the SDK's OAuth client: discovery, dynamic registration, authorization as the signed-in
 user of SESSION_COOKIE (the consent page approved for WORKSPACE_ID), the code exchange with
 PKCE; calls tools with the token (FOREIGN_TEXT, stored in another workspace, must stay out of
@@ -15,6 +17,7 @@ Run by tests/api/mcp.rs.
 
 import asyncio
 import json
+import logging
 import sys
 import time
 from urllib.parse import parse_qsl, urlencode, urlparse
@@ -35,6 +38,21 @@ SCOPE = "sdk-user"
 # One connection per request for the plain HTTP checks: the server may close a connection
 # after refusing a request whose body it did not read, and a pooled connection would race it.
 FRESH_CONNECTIONS = httpx2.Limits(max_keepalive_connections=0)
+
+
+class Warnings(logging.Handler):
+    """Collects what the SDK logs at WARNING and above (e.g. a refused session end)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+SDK_WARNINGS = Warnings()
+logging.getLogger("mcp").addHandler(SDK_WARNINGS)
 
 
 def check(condition, what):
@@ -191,6 +209,43 @@ class MemoryStorage:
         self.client = client_info
 
 
+async def session_life(url, key):
+    """A session survives the client's reconnects, and ends on DELETE with 200."""
+    headers = {"Memvault-API-Key": key, "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-06-18"}
+
+    def rpc(id_, method, params=None):
+        body = {"jsonrpc": "2.0", "method": method}
+        if id_ is not None:
+            body["id"] = id_
+        if params is not None:
+            body["params"] = params
+        return body
+
+    async with httpx2.AsyncClient(timeout=30, limits=FRESH_CONNECTIONS) as http:
+        opened = await http.post(url, headers=headers, json=rpc(1, "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "session-life", "version": "1"}}))
+        check(opened.status_code == 200, f"initialize: {opened.status_code} {opened.text}")
+        session_id = opened.headers.get("mcp-session-id")
+        check(session_id, "no Mcp-Session-Id")
+        headers["Mcp-Session-Id"] = session_id
+        noted = await http.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
+        check(noted.status_code == 202, f"initialized: {noted.status_code}")
+    # A new client (new connections) carrying the same session id: the session is still there.
+    for attempt in range(2):
+        async with httpx2.AsyncClient(timeout=30, limits=FRESH_CONNECTIONS) as http:
+            listed = await http.post(url, headers=headers, json=rpc(2 + attempt, "tools/list"))
+            check(listed.status_code == 200, f"after a reconnect: {listed.status_code} {listed.text}")
+            check("memory_save" in listed.text, f"tools after a reconnect: {listed.text[:200]}")
+    async with httpx2.AsyncClient(timeout=30, limits=FRESH_CONNECTIONS) as http:
+        ended = await http.delete(url, headers=headers)
+        check(ended.status_code in (200, 204), f"session end: {ended.status_code} {ended.text}")
+        gone = await http.post(url, headers=headers, json=rpc(9, "tools/list"))
+        check(gone.status_code == 404, f"an ended session still answers: {gone.status_code}")
+    log("session survived reconnects and ended with", ended.status_code)
+
+
 async def oauth(url, cookie, workspace, foreign_text):
     """The connector flow with the SDK's OAuth client; the browser step is done over HTTP as
     the signed-in user would do it on the consent page."""
@@ -283,7 +338,9 @@ def main():
     url, owner_key, viewer_key, cookie, workspace, foreign_text = sys.argv[1:7]
     called = asyncio.run(run(url, owner_key, viewer_key))
     check(set(called) == EXPECTED_TOOLS, f"not every tool was called: {called}")
+    asyncio.run(session_life(url, owner_key))
     client_id = asyncio.run(oauth(url, cookie, workspace, foreign_text))
+    check(not SDK_WARNINGS.messages, f"the SDK warned: {SDK_WARNINGS.messages}")
     print(json.dumps({"ok": True, "toolsCalled": called, "oauthClient": client_id}))
 
 

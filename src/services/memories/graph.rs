@@ -42,8 +42,10 @@ const LABEL_CHARS: usize = 60;
 #[into_params(parameter_in = Query)]
 pub struct GraphParams {
     /// The lane; omitted = unscoped memories only.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
     /// Nodes, 1 to 500 (default 100): the most recent current memories.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
     pub workspace_id: Option<Uuid>,
 }

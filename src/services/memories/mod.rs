@@ -29,7 +29,7 @@ mod graph;
 mod notes;
 mod profile;
 mod rebuild;
-mod search;
+pub(crate) mod search;
 mod transfer;
 
 pub use graph::{Graph, GraphLink, GraphMeta, GraphNode, GraphParams};
@@ -51,19 +51,26 @@ pub const DEFAULT_CATEGORY: Category = Category::Fact;
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMemory {
-    /// The memory, 1 to 10,000 characters.
+    /// The memory, 1 to 10,000 characters (`max_content_chars`), not only blanks.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 10000, pattern = r"\S")]
     pub content: Option<String>,
     /// `preference`, `fact` (default), `decision` or `context`.
+    #[schema(value_type = Option<Category>)]
     pub category: Option<String>,
     /// Hard isolation boundary (at most 200 characters); omitted = the unscoped lane.
+    #[schema(max_length = 200)]
     pub scope: Option<String>,
     /// Secondary grouping inside the scope (at most 100 characters).
+    #[schema(max_length = 100)]
     pub project: Option<String>,
     /// ISO 8601 date-time from which the memory holds.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub valid_from: Option<String>,
-    /// ISO 8601 date-time after which the memory counts as expired.
+    /// ISO 8601 date-time after which the memory counts as expired (later than `validFrom`).
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub valid_until: Option<String>,
     /// Id of the memory this one replaces: the new one becomes its next version.
+    #[schema(value_type = Option<Uuid>)]
     pub supersedes: Option<String>,
     /// `true` (default): memvault infers what it can: near-duplicates, fact updates (automatic
     /// supersession), the category, and the split of a long note into atomic memories (202).
@@ -73,9 +80,11 @@ pub struct CreateMemory {
     /// The conversation or session this memory comes from (at most 200 characters), e.g. a
     /// chat id. Memories of one thread in a scope are its turns, in the order saved: search
     /// ranks each with its neighbours' context (an answer is found by its question).
+    #[schema(max_length = 200)]
     pub thread: Option<String>,
     /// Who said or wrote it (a chat participant's name, at most 100 characters). A search
     /// whose query names some of a scope's speakers ranks the others' memories lower.
+    #[schema(max_length = 100)]
     pub speaker: Option<String>,
     /// Optional; when given it must be the key's workspace.
     pub workspace_id: Option<Uuid>,
@@ -86,17 +95,20 @@ pub struct CreateMemory {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateMemory {
+    /// New content (a new version), 1 to 10,000 characters, not only blanks.
+    #[schema(min_length = 1, max_length = 10000, pattern = r"\S")]
     pub content: Option<String>,
+    #[schema(value_type = Option<Category>)]
     pub category: Option<String>,
-    /// A project name, or `null` / `""` for none.
+    /// A project name (at most 100 characters), or `null` / `""` for none.
     #[serde(default, deserialize_with = "explicit")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 100)]
     pub project: Option<Option<String>>,
     #[serde(default, deserialize_with = "explicit")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub valid_from: Option<Option<String>>,
     #[serde(default, deserialize_with = "explicit")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub valid_until: Option<Option<String>>,
     pub workspace_id: Option<Uuid>,
 }
@@ -114,20 +126,30 @@ fn explicit<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
     /// Offset, 0 or more (default 0).
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 2147483647)]
     pub offset: Option<String>,
     /// Comma-separated categories.
+    #[param(
+        pattern = r"^\s*(?:(?:preference|fact|decision|context)\s*)?(?:,\s*(?:(?:preference|fact|decision|context)\s*)?)*$"
+    )]
     pub category: Option<String>,
     /// The lane; omitted = unscoped memories only.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
-    /// Comma-separated projects; `__memvault_no_project__` selects memories without one.
+    /// Comma-separated projects (each at most 100 characters); `__memvault_no_project__`
+    /// selects memories without one.
     pub project: Option<String>,
     /// Case-insensitive substring of the content (at most 200 characters).
+    #[param(max_length = 200)]
     pub search: Option<String>,
     /// `true` to include memories whose `validUntil` has passed.
+    #[param(value_type = Option<bool>)]
     pub include_expired: Option<String>,
     /// Only the memories of this thread (a conversation or session), newest first.
+    #[param(max_length = 200)]
     pub thread: Option<String>,
     pub workspace_id: Option<Uuid>,
 }
@@ -138,6 +160,7 @@ pub struct ListParams {
 #[into_params(parameter_in = Query)]
 pub struct ScopeParams {
     /// The lane of the memory; omitted = the unscoped lane.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
     pub workspace_id: Option<Uuid>,
 }
@@ -148,8 +171,10 @@ pub struct ScopeParams {
 pub struct FeedbackInput {
     /// `helpful`, `not_helpful`, `outdated` (expires the memory now) or `wrong` (excluded from
     /// search and profile until its content changes).
+    #[schema(value_type = Rating, required = true)]
     pub rating: Option<String>,
     /// At most 1,000 characters.
+    #[schema(max_length = 1000)]
     pub explanation: Option<String>,
     pub workspace_id: Option<Uuid>,
 }
@@ -159,6 +184,7 @@ pub struct FeedbackInput {
 #[serde(rename_all = "camelCase")]
 pub struct ForgetInput {
     /// Why (kept in logs), at most 1,000 characters.
+    #[schema(max_length = 1000)]
     pub reason: Option<String>,
 }
 
@@ -392,7 +418,7 @@ impl MemoryService {
     }
 
     /// Connects the jobs supervisor (start-up; it is built from this service).
-    pub fn attach_jobs(&self, jobs: memvault_actors::Jobs) {
+    pub fn attach_jobs(&self, jobs: memvault_actors::JobQueue) {
         let _ = self.jobs.set(jobs);
     }
 
@@ -750,7 +776,7 @@ impl MemoryService {
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let lane = lane(caller, params.scope.as_deref())?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_LIST_LIMIT, 1, 100)?;
-        let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
+        let offset = int_param("offset", params.offset.as_deref(), 0, 0, MAX_OFFSET)?;
         let categories = category_filter(params.category.as_deref())?;
         let projects = project_filter(params.project.as_deref())?;
         let search = match params.search.as_deref() {
@@ -813,10 +839,9 @@ impl MemoryService {
     ) -> Result<MemoryView> {
         let caller = &self
             .gate
-            .enter(who, params.workspace_id, Need::Write)
+            .enter(who, input.workspace_id.or(params.workspace_id), Need::Write)
             .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
         let content = input
@@ -1017,10 +1042,9 @@ impl MemoryService {
     ) -> Result<Success> {
         let caller = &self
             .gate
-            .enter(who, params.workspace_id, Need::Write)
+            .enter(who, input.workspace_id.or(params.workspace_id), Need::Write)
             .await?;
         admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
-        caller.check_workspace(input.workspace_id)?;
         let lane = lane(caller, params.scope.as_deref())?;
         let id = path_id(id)?;
         let rating = input

@@ -309,4 +309,4 @@ impl JobHandler for NoteJobs {
 
 /// Shared slot for the supervisor, set once at start-up (the supervisor needs the service and
 /// the service needs the supervisor).
-pub type JobsSlot = Arc<std::sync::OnceLock<memvault_actors::Jobs>>;
+pub type JobsSlot = Arc<std::sync::OnceLock<memvault_actors::JobQueue>>;

@@ -33,8 +33,10 @@ pub const DYNAMIC_DAYS: i64 = 14;
 #[into_params(parameter_in = Query)]
 pub struct ProfileParams {
     /// The lane; omitted = unscoped memories only.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
-    /// Limits the profile to one project of the scope.
+    /// Limits the profile to one project of the scope (at most 100 characters).
+    #[param(max_length = 100)]
     pub project: Option<String>,
     pub workspace_id: Option<Uuid>,
 }

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
-use crate::model::{now, to_micros};
+use crate::model::{now, to_micros, Ranking};
 use crate::search::{Filter, Mode, Query};
 use crate::services::{admit, Principal};
 use memvault_actors::EndpointClass;
@@ -26,18 +26,26 @@ pub const MAX_SEARCH_LIMIT: i64 = 50;
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
-    /// What to look for, 1 to 1,000 characters.
+    /// What to look for, 1 to 1,000 characters (not only blanks).
+    #[param(value_type = String, required = true, min_length = 1, max_length = 1000, pattern = r"\S")]
     pub q: Option<String>,
     /// Results wanted, 1 to 50 (default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 50)]
     pub limit: Option<String>,
     /// The lane; omitted = unscoped memories only. A hard wall.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
-    /// Comma-separated projects; `__memvault_no_project__` selects memories without one.
+    /// Comma-separated projects (each at most 100 characters); `__memvault_no_project__`
+    /// selects memories without one.
     pub project: Option<String>,
     /// Comma-separated categories.
+    #[param(
+        pattern = r"^\s*(?:(?:preference|fact|decision|context)\s*)?(?:,\s*(?:(?:preference|fact|decision|context)\s*)?)*$"
+    )]
     pub category: Option<String>,
     /// `hybrid` (default: keywords and meaning fused), `keyword` (BM25 only) or `semantic`
     /// (vectors only).
+    #[param(value_type = Option<Ranking>)]
     pub mode: Option<String>,
     pub workspace_id: Option<Uuid>,
 }
@@ -77,7 +85,8 @@ impl MemoryService {
         if q.is_empty() {
             return Err(Error::validation("q", "must not be empty"));
         }
-        if chars(q) > MAX_QUERY_CHARS {
+        // Counted as sent, blanks around it included.
+        if params.q.as_deref().map_or(0, chars) > MAX_QUERY_CHARS {
             return Err(Error::validation(
                 "q",
                 format!("must be at most {MAX_QUERY_CHARS} characters"),
@@ -94,10 +103,10 @@ impl MemoryService {
         let projects = project_filter(params.project.as_deref())?;
         let mode = match params.mode.as_deref().map(str::trim) {
             None | Some("") => Mode::Hybrid,
-            Some(value) => Mode::parse(value).ok_or_else(|| {
+            Some(value) => value.parse::<Ranking>().map(Mode::from).map_err(|()| {
                 Error::validation(
                     "mode",
-                    format!("'{value}' is not one of hybrid, keyword, semantic"),
+                    format!("'{value}' is not one of {}", Ranking::expected()),
                 )
             })?,
         };

@@ -10,7 +10,7 @@
 mod fetch;
 mod index;
 mod pipeline;
-mod search;
+pub(crate) mod search;
 mod views;
 
 use std::sync::{Arc, OnceLock};
@@ -25,7 +25,9 @@ use uuid::Uuid;
 use crate::embedding::{EmbedError, Embeddings};
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
-use crate::model::vault::{MemoryType, NewDocument, Vault, VaultLane, VaultMemoryFilter};
+use crate::model::vault::{
+    DocumentSourceType, MemoryType, NewDocument, Vault, VaultLane, VaultMemoryFilter,
+};
 use crate::model::{content_hash, normalize, now, to_micros, Category, Embedded, Rating};
 use crate::search::SearchError;
 use crate::services::validate::*;
@@ -109,15 +111,16 @@ fn path_uuid(raw: &str, not_found: fn() -> Error) -> Result<Uuid> {
     Uuid::parse_str(raw).map_err(|_| not_found())
 }
 
+/// At most `max` characters as sent, then trimmed.
 fn optional_text(field: &str, value: Option<&str>, max: usize) -> Result<String> {
-    let value = value.map(str::trim).unwrap_or_default();
+    let value = value.unwrap_or_default();
     if chars(value) > max {
         return Err(Error::validation(
             field,
             format!("must be at most {max} characters"),
         ));
     }
-    Ok(value.to_string())
+    Ok(value.trim().to_string())
 }
 
 fn scope_value(value: Option<&str>) -> Result<String> {
@@ -323,7 +326,7 @@ impl VaultService {
 
     /// The vault a request names (`vaultId`), or the workspace's default one.
     async fn vault(&self, caller: &Caller, vault_id: Option<&str>) -> Result<Vault> {
-        match vault_id.map(str::trim).filter(|v| !v.is_empty()) {
+        match vault_id {
             None => Ok(self.store.default_vault(caller.workspace_id).await?),
             Some(raw) => {
                 let id = Uuid::parse_str(raw)
@@ -531,33 +534,53 @@ impl VaultService {
         let scope = scope_value(input.scope.as_deref())?;
         let project = project(input.project.as_deref())?;
         let title = optional_text("title", input.title.as_deref(), MAX_TITLE_CHARS)?;
-        let source_type = input
+        let source_type = match input
             .source_type
             .as_deref()
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .unwrap_or(if input.url.is_some() { "url" } else { "text" });
+        {
+            None if input.url.is_some() => DocumentSourceType::Url,
+            None => DocumentSourceType::Text,
+            Some(raw) => raw.parse().map_err(|()| {
+                Error::validation(
+                    "sourceType",
+                    format!(
+                        "'{raw}' is not one of {} (files go to /api/context-vault/documents/upload)",
+                        DocumentSourceType::expected()
+                    ),
+                )
+            })?,
+        };
         let (kind, bytes, source_url, title) = match source_type {
-            "text" | "markdown" => {
+            DocumentSourceType::Text | DocumentSourceType::Markdown => {
                 let content = input
                     .content
                     .as_deref()
                     .filter(|c| !c.trim().is_empty())
-                    .ok_or_else(|| Error::validation("content", "is required for a text document"))?;
-                let kind = if source_type == "markdown" {
+                    .ok_or_else(|| {
+                        Error::validation("content", "is required for a text document")
+                    })?;
+                let kind = if source_type == DocumentSourceType::Markdown {
                     SourceKind::Markdown
                 } else {
                     SourceKind::Text
                 };
                 let title = if title.is_empty() {
                     let first = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                    first.trim().trim_start_matches('#').trim().chars().take(80).collect()
+                    first
+                        .trim()
+                        .trim_start_matches('#')
+                        .trim()
+                        .chars()
+                        .take(80)
+                        .collect()
                 } else {
                     title
                 };
                 (kind, content.as_bytes().to_vec(), None, title)
             }
-            "url" | "remote_file" => {
+            DocumentSourceType::Url | DocumentSourceType::RemoteFile => {
                 let url = input
                     .url
                     .as_deref()
@@ -580,14 +603,14 @@ impl VaultService {
                     None => self.sniff(&fetched.bytes).await?,
                 };
                 let kind = kind.ok_or_else(|| {
-                        Error::validation(
-                            "url",
-                            format!(
-                                "the content ({}) is not a supported document type",
-                                fetched.content_type.as_deref().unwrap_or("unknown type")
-                            ),
-                        )
-                    })?;
+                    Error::validation(
+                        "url",
+                        format!(
+                            "the content ({}) is not a supported document type",
+                            fetched.content_type.as_deref().unwrap_or("unknown type")
+                        ),
+                    )
+                })?;
                 let title = if title.is_empty() {
                     fetched.url.to_string()
                 } else {
@@ -595,19 +618,13 @@ impl VaultService {
                 };
                 (kind, fetched.bytes, Some(fetched.url.to_string()), title)
             }
-            other => {
-                return Err(Error::validation(
-                    "sourceType",
-                    format!("'{other}' is not one of text, markdown, url, remote_file (files go to /api/context-vault/documents/upload)"),
-                ))
-            }
         };
         self.queue(NewDocument {
             id: Uuid::now_v7(),
             workspace_id: caller.workspace_id,
             vault_id: vault.id,
             title,
-            source_type: source_type.to_string(),
+            source_type: source_type.as_str().to_string(),
             kind,
             scope,
             project,
@@ -630,7 +647,7 @@ impl VaultService {
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let vault = self.vault(caller, params.vault_id.as_deref()).await?;
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
-        let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
+        let offset = int_param("offset", params.offset.as_deref(), 0, 0, MAX_OFFSET)?;
         let scope = scope_value(params.scope.as_deref())?;
         let (documents, total) = self
             .store
@@ -691,7 +708,7 @@ impl VaultService {
         &self,
         who: &Principal,
         raw_id: &str,
-        params: VaultParams,
+        params: DocumentMemoriesParams,
     ) -> Result<DocumentMemories> {
         let caller = &self
             .gate
@@ -700,7 +717,7 @@ impl VaultService {
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let scope = scope_value(params.scope.as_deref())?;
         let document = self.owned_document(caller, raw_id, &scope).await?;
-        if let Some(raw) = params.vault_id.as_deref().filter(|v| !v.trim().is_empty()) {
+        if let Some(raw) = params.vault_id.as_deref() {
             let vault = self.vault(caller, Some(raw)).await?;
             if vault.id != document.vault_id {
                 return Err(document_not_found());
@@ -885,7 +902,7 @@ impl VaultService {
             })?),
         };
         let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
-        let offset = int_param("offset", params.offset.as_deref(), 0, 0, i64::MAX)?;
+        let offset = int_param("offset", params.offset.as_deref(), 0, 0, MAX_OFFSET)?;
         let filter = VaultMemoryFilter {
             lane: VaultLane {
                 workspace_id: caller.workspace_id,

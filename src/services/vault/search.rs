@@ -15,8 +15,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
-use crate::model::vault::VaultLane;
-use crate::model::{now, to_micros};
+use crate::model::vault::{VaultLane, VaultSearchMode as SearchMode};
+use crate::model::{now, to_micros, Ranking};
 use crate::search::{Filter, Hit, Mode, Parts, Query};
 use crate::services::validate::*;
 use crate::services::{admit, Principal};
@@ -30,24 +30,6 @@ pub const MAX_DEPTH: i64 = 100;
 /// Facts nearest the query whose similarity may lift the chunks citing them (within the HNSW
 /// segments' `ef_search`).
 const FACT_CANDIDATES: usize = 100;
-
-/// What the search returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SearchMode {
-    Documents,
-    Memories,
-    Hybrid,
-}
-
-impl SearchMode {
-    fn as_str(self) -> &'static str {
-        match self {
-            SearchMode::Documents => "documents",
-            SearchMode::Memories => "memories",
-            SearchMode::Hybrid => "hybrid",
-        }
-    }
-}
 
 /// The lanes a search covers: `scopes` (comma-separated) wins over `scope`.
 fn scopes(params: &VaultSearchParams) -> Result<Vec<String>> {
@@ -104,29 +86,28 @@ impl VaultService {
         if q.is_empty() {
             return Err(Error::validation("q", "must not be empty"));
         }
-        if chars(q) > MAX_QUERY_CHARS {
+        // Counted as sent, blanks around it included.
+        if params.q.as_deref().map_or(0, chars) > MAX_QUERY_CHARS {
             return Err(Error::validation(
                 "q",
                 format!("must be at most {MAX_QUERY_CHARS} characters"),
             ));
         }
         let mode = match params.mode.as_deref().map(str::trim) {
-            None | Some("") | Some("hybrid") => SearchMode::Hybrid,
-            Some("documents") => SearchMode::Documents,
-            Some("memories") => SearchMode::Memories,
-            Some(other) => {
-                return Err(Error::validation(
+            None | Some("") => SearchMode::Hybrid,
+            Some(value) => value.parse::<SearchMode>().map_err(|()| {
+                Error::validation(
                     "mode",
-                    format!("'{other}' is not one of memories, documents, hybrid"),
-                ))
-            }
+                    format!("'{value}' is not one of {}", SearchMode::expected()),
+                )
+            })?,
         };
         let ranking = match params.ranking.as_deref().map(str::trim) {
             None | Some("") => Mode::Hybrid,
-            Some(value) => Mode::parse(value).ok_or_else(|| {
+            Some(value) => value.parse::<Ranking>().map(Mode::from).map_err(|()| {
                 Error::validation(
                     "ranking",
-                    format!("'{value}' is not one of hybrid, keyword, semantic"),
+                    format!("'{value}' is not one of {}", Ranking::expected()),
                 )
             })?,
         };

@@ -5,8 +5,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::model::vault::{Chunk, Document, DocumentEvent, Evidence, Vault, VaultMemory};
-use crate::model::Category;
+use crate::model::vault::{
+    Chunk, Document, DocumentEvent, DocumentSourceType, Evidence, MemoryType, Vault, VaultMemory,
+    VaultSearchMode,
+};
+use crate::model::{Category, Ranking, Rating};
 
 fn none_if_empty(value: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_string())
@@ -48,7 +51,8 @@ pub struct VaultCreated {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateVault {
-    /// 1 to 100 characters, unique in the workspace.
+    /// 1 to 100 characters (not only blanks), unique in the workspace.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 100, pattern = r"\S")]
     pub name: Option<String>,
     pub workspace_id: Option<Uuid>,
 }
@@ -166,14 +170,24 @@ pub struct DocumentAccepted {
 #[serde(rename_all = "camelCase")]
 pub struct CreateDocument {
     pub workspace_id: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
     pub vault_id: Option<String>,
-    /// Defaults to the URL, or the first line of the content.
+    /// At most 300 characters; defaults to the URL, or the first line of the content.
+    #[schema(max_length = 300)]
     pub title: Option<String>,
-    /// `text` (or `markdown`) with `content`; `url` or `remote_file` with `url`.
+    /// `text` (or `markdown`) with `content`; `url` or `remote_file` with `url`. Omitted:
+    /// `url` when a `url` is given, else `text`.
+    #[schema(value_type = Option<DocumentSourceType>)]
     pub source_type: Option<String>,
+    /// The text of a `text` or `markdown` document (not only blanks).
+    #[schema(pattern = r"\S")]
     pub content: Option<String>,
+    /// What a `url` or `remote_file` document is fetched from (http or https, a public host).
+    #[schema(pattern = r"^\s*[hH][tT][tT][pP][sS]?://")]
     pub url: Option<String>,
+    #[schema(max_length = 200)]
     pub scope: Option<String>,
+    #[schema(max_length = 100)]
     pub project: Option<String>,
 }
 
@@ -206,14 +220,32 @@ pub struct UploadInput {
 pub struct VaultParams {
     pub workspace_id: Option<Uuid>,
     /// The vault; omitted = the workspace's default vault.
+    #[param(value_type = Option<Uuid>)]
     pub vault_id: Option<String>,
     /// The documents' lane (at most 200 characters); omitted = the unscoped lane. A document
     /// of another scope is not listed, and its id answers 404.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
     /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
     /// Offset, 0 or more.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 2147483647)]
     pub offset: Option<String>,
+}
+
+/// Query of a document's memories: its workspace, lane, and (optionally) its vault.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct DocumentMemoriesParams {
+    pub workspace_id: Option<Uuid>,
+    /// The document's vault, if the caller wants it checked (another vault's document is 404).
+    #[param(value_type = Option<Uuid>)]
+    pub vault_id: Option<String>,
+    /// The document's scope; omitted = the unscoped lane.
+    #[param(max_length = 200)]
+    pub scope: Option<String>,
 }
 
 /// Where a document is addressed: its workspace and its lane.
@@ -224,6 +256,7 @@ pub struct DocumentAt {
     pub workspace_id: Option<Uuid>,
     /// The document's scope; omitted = the unscoped lane. A document of another scope
     /// answers 404.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
 }
 
@@ -371,24 +404,33 @@ pub struct DocumentDeleted {
 #[into_params(parameter_in = Query)]
 pub struct VaultSearchParams {
     pub workspace_id: Option<Uuid>,
+    #[param(value_type = Option<Uuid>)]
     pub vault_id: Option<String>,
-    /// 1 to 1,000 characters.
+    /// 1 to 1,000 characters (not only blanks).
+    #[param(value_type = String, required = true, min_length = 1, max_length = 1000, pattern = r"\S")]
     pub q: Option<String>,
     /// `hybrid` (default: passages and memories, in two lists), `documents` or `memories`.
+    #[param(value_type = Option<VaultSearchMode>)]
     pub mode: Option<String>,
     /// One lane (at most 200 characters); omit when `scopes` is given.
+    #[param(max_length = 200)]
     pub scope: Option<String>,
-    /// Comma-separated lanes; takes precedence over `scope`.
+    /// Comma-separated lanes (at most 20, each at most 200 characters); takes precedence over
+    /// `scope`.
     pub scopes: Option<String>,
     /// Results per list, 1 to 20 (default 8).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 20)]
     pub limit: Option<String>,
     /// Results to skip in each list before `limit` are returned, 0 to 80 (default 0): the
     /// next page of a ranking, up to its 100th result.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 80)]
     pub offset: Option<String>,
-    /// Comma-separated projects; `__memvault_no_project__` selects content without one.
+    /// Comma-separated projects (each at most 100 characters); `__memvault_no_project__`
+    /// selects content without one.
     pub project: Option<String>,
     /// How results are ranked: `hybrid` (default: keywords and meaning fused), `keyword`
     /// (BM25 only) or `semantic` (vectors only).
+    #[param(value_type = Option<Ranking>)]
     pub ranking: Option<String>,
 }
 
@@ -408,13 +450,24 @@ pub struct VaultSearchResults {
 #[into_params(parameter_in = Query)]
 pub struct BrowseParams {
     pub workspace_id: Option<Uuid>,
+    #[param(value_type = Option<Uuid>)]
     pub vault_id: Option<String>,
     /// `document` or `company`; omitted = both.
+    #[param(value_type = Option<MemoryType>)]
     pub memory_type: Option<String>,
+    #[param(max_length = 200)]
     pub scope: Option<String>,
+    /// Comma-separated projects (each at most 100 characters).
     pub project: Option<String>,
+    /// Comma-separated categories.
+    #[param(
+        pattern = r"^\s*(?:(?:preference|fact|decision|context)\s*)?(?:,\s*(?:(?:preference|fact|decision|context)\s*)?)*$"
+    )]
     pub category: Option<String>,
+    /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 2147483647)]
     pub offset: Option<String>,
 }
 
@@ -431,13 +484,18 @@ pub struct VaultMemoryList {
 #[serde(rename_all = "camelCase")]
 pub struct CreateCompanyFact {
     pub workspace_id: Option<Uuid>,
-    /// 1 to 800 characters.
+    /// 1 to 800 characters (not only blanks).
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 800, pattern = r"\S")]
     pub content: Option<String>,
+    #[schema(value_type = Option<Uuid>)]
     pub vault_id: Option<String>,
+    #[schema(value_type = Option<Category>)]
     pub category: Option<String>,
     /// At most 200 characters.
+    #[schema(max_length = 200)]
     pub scope: Option<String>,
     /// At most 100 characters.
+    #[schema(max_length = 100)]
     pub project: Option<String>,
 }
 
@@ -452,9 +510,12 @@ pub struct CompanyFactCreated {
 pub struct VaultFeedbackInput {
     pub workspace_id: Option<Uuid>,
     /// The memory's lane; omitted = the unscoped lane (a memory of another scope is 404).
+    #[schema(max_length = 200)]
     pub scope: Option<String>,
     /// `helpful`, `not_helpful`, `outdated` or `wrong` (the last two take it out of search).
+    #[schema(value_type = Rating, required = true)]
     pub rating: Option<String>,
     /// At most 1,000 characters.
+    #[schema(max_length = 1000)]
     pub explanation: Option<String>,
 }
