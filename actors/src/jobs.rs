@@ -216,6 +216,10 @@ impl Child for Jobs {
         self.current.set(actor.clone());
         Ok(actor.get_cell())
     }
+
+    fn close(&self) {
+        self.current.close();
+    }
 }
 
 /// Starts queued jobs while there is room.

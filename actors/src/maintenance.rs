@@ -171,6 +171,10 @@ impl Child for Maintainer {
         self.current.set(actor.clone());
         Ok(actor.get_cell())
     }
+
+    fn close(&self) {
+        self.current.close();
+    }
 }
 
 /// Starts the next queued run when none is running.

@@ -481,6 +481,10 @@ impl Child for Workspaces {
         self.registry.set(registry.clone());
         Ok(registry.get_cell())
     }
+
+    fn close(&self) {
+        self.registry.close();
+    }
 }
 
 #[cfg(test)]

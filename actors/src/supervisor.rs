@@ -1,8 +1,9 @@
 //! The root of the supervision tree: it owns every long-lived actor (the workspace registry,
 //! the index maintainer, the jobs supervisor, the ingestion supervisor), restarts a child that
 //! dies after a capped exponential backoff, and gives up when one dies more than
-//! `max_restarts` times within `window`: it reports why on its give-up channel (the server
-//! then stops and exits non-zero, so its service manager starts a fresh process) and stops.
+//! `max_restarts` times within `window`: it restarts nothing more and reports why on its
+//! give-up channel; the server then stops in order (the root stopping the children left, last
+//! started first) and exits non-zero, so its service manager starts a fresh process.
 //!
 //! Handles never hold a child's `ActorRef` directly: they hold a [`Current`], which each new
 //! generation is installed into, so a handle made at start-up keeps reaching the child after
@@ -13,6 +14,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -42,12 +44,15 @@ pub fn is_live(status: ActorStatus) -> bool {
 /// The current generation of a supervised actor, as its handle sees it.
 pub struct Current<M: Message> {
     slot: Arc<watch::Sender<Option<ActorRef<M>>>>,
+    /// No generation will follow (the root gave up on this child).
+    closed: Arc<AtomicBool>,
 }
 
 impl<M: Message> Clone for Current<M> {
     fn clone(&self) -> Self {
         Current {
             slot: self.slot.clone(),
+            closed: self.closed.clone(),
         }
     }
 }
@@ -56,6 +61,7 @@ impl<M: Message> Default for Current<M> {
     fn default() -> Self {
         Current {
             slot: Arc::new(watch::channel(None).0),
+            closed: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -80,6 +86,12 @@ impl<M: Message> Current<M> {
         self.slot.borrow().clone()
     }
 
+    /// No generation follows the installed one: a call waiting for a successor fails at once.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.slot.send_modify(|_| {});
+    }
+
     /// Whether the installed generation takes messages.
     pub fn is_live(&self) -> bool {
         self.get().is_some_and(|a| is_live(a.get_status()))
@@ -88,13 +100,26 @@ impl<M: Message> Current<M> {
     /// A live generation: the installed one, or, while it is dead, the next one the supervisor
     /// starts within `wait`.
     pub async fn live(&self, wait: Duration) -> Option<ActorRef<M>> {
+        self.live_other_than(None, wait).await
+    }
+
+    /// [`Current::live`], skipping generation `failed` (one that dropped a question: ractor
+    /// drops a failing actor's mailbox before it marks the actor stopping).
+    async fn live_other_than(
+        &self,
+        failed: Option<ractor::ActorId>,
+        wait: Duration,
+    ) -> Option<ActorRef<M>> {
         let mut changes = self.slot.subscribe();
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             if let Some(actor) = changes.borrow_and_update().clone() {
-                if is_live(actor.get_status()) {
+                if is_live(actor.get_status()) && Some(actor.get_id()) != failed {
                     return Some(actor);
                 }
+            }
+            if self.closed.load(Ordering::SeqCst) {
+                return None;
             }
             match tokio::time::timeout_at(deadline, changes.changed()).await {
                 Ok(Ok(())) => continue,
@@ -118,9 +143,13 @@ impl<M: Message> Current<M> {
         timeout: Duration,
     ) -> Result<T, CallFailure> {
         let deadline = Instant::now() + timeout;
+        let mut failed = None;
         for _ in 0..2 {
             let left = deadline.saturating_duration_since(Instant::now());
-            let actor = self.live(left).await.ok_or(CallFailure::Unavailable)?;
+            let actor = self
+                .live_other_than(failed, left)
+                .await
+                .ok_or(CallFailure::Unavailable)?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(CallFailure::Timeout);
@@ -129,7 +158,9 @@ impl<M: Message> Current<M> {
                 Ok(ractor::rpc::CallResult::Success(value)) => return Ok(value),
                 Ok(ractor::rpc::CallResult::Timeout) => return Err(CallFailure::Timeout),
                 // It died with the question in its mailbox: ask its successor.
-                Ok(ractor::rpc::CallResult::SenderError) | Err(_) => continue,
+                Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
+                    failed = Some(actor.get_id());
+                }
             }
         }
         Err(CallFailure::Unavailable)
@@ -141,6 +172,8 @@ impl<M: Message> Current<M> {
 #[async_trait]
 pub trait Child: Send + Sync + 'static {
     async fn spawn_linked(&self, supervisor: ActorCell) -> Result<ActorCell, SpawnErr>;
+    /// The root gave up on this child: no generation follows (close its [`Current`]).
+    fn close(&self);
 }
 
 /// Work run after a child's restart (not after its first start).
@@ -224,6 +257,7 @@ pub struct RootState {
     policy: RestartPolicy,
     board: Board,
     gave_up: Option<oneshot::Sender<String>>,
+    /// Shutting down, or given up: nothing is restarted.
     stopping: bool,
 }
 
@@ -282,11 +316,12 @@ impl RootState {
                 policy.window.as_secs().max(1)
             );
             tracing::error!(actor = name, deaths, window_secs = policy.window.as_secs(), reason = %why, "a supervised actor keeps dying; giving up so that the process exits and its service manager restarts it");
-            if let Some(gave_up) = self.gave_up.take() {
-                let _ = gave_up.send(message.clone());
-            }
+            slot.spec.child.close();
             self.stopping = true;
-            myself.stop(Some(message));
+            // The root stays up: the server's orderly stop asks it to stop the others.
+            if let Some(gave_up) = self.gave_up.take() {
+                let _ = gave_up.send(message);
+            }
             return;
         }
         let delay = backoff(deaths, policy.backoff_base, policy.backoff_cap);
@@ -526,6 +561,10 @@ mod tests {
             self.current.set(actor.clone());
             Ok(actor.get_cell())
         }
+
+        fn close(&self) {
+            self.current.close();
+        }
     }
 
     fn policy(max_restarts: u32) -> RestartPolicy {
@@ -616,7 +655,21 @@ mod tests {
         }
         let why = gave_up.await.expect("the root says why it gave up");
         assert!(why.starts_with("echo died 3 times"), "{why}");
-        handle.await.unwrap();
+        // Nothing follows: a call fails at once instead of waiting for a successor.
+        assert_eq!(
+            echo.current
+                .call(EchoMsg::Ping, Duration::from_secs(30))
+                .await,
+            Err(CallFailure::Unavailable)
+        );
         assert!(!root.report()[0].alive);
+        assert_eq!(
+            echo.generations.load(Ordering::SeqCst),
+            3,
+            "no fourth generation"
+        );
+        // The root is still up, for the orderly stop.
+        root.shutdown(Duration::from_secs(1)).await;
+        handle.await.unwrap();
     }
 }

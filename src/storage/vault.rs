@@ -167,13 +167,15 @@ pub trait VaultStore: Send + Sync + 'static {
         at_micros: i64,
     ) -> StoreResult<()>;
     /// Sets status, attempts and error (completed clears it and sets `completed_at`), and
-    /// appends the change to the history.
+    /// appends the change to the history. `processing`, `retrying` and `failed` apply only to
+    /// a document still in the pipeline (`pending`, `processing` or `retrying`): a document
+    /// cancelled, finished or deleted meanwhile is left as it is. Returns whether it applied.
     async fn set_document_status(
         &self,
         id: Uuid,
         change: &StatusChange,
         at_micros: i64,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<bool>;
 
     // Reading vault content.
     /// Chunks among `ids` in the workspace (any lane: the caller filters), with their

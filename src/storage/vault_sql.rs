@@ -1199,7 +1199,7 @@ macro_rules! vault_sql {
                 id: Uuid,
                 change: &StatusChange,
                 at_micros: i64,
-            ) -> StoreResult<()> {
+            ) -> StoreResult<bool> {
                 let attempts = i64::from(change.attempts);
                 let message = change.message.as_deref();
                 let mut tx = self.writer.begin().await?;
@@ -1217,8 +1217,22 @@ macro_rules! vault_sql {
                         .execute(&mut *tx)
                         .await?
                     }
-                    Status::Failed | Status::Retrying | Status::Cancelled => {
+                    Status::Failed | Status::Retrying => {
                         // Without a message the last error stays visible.
+                        sqlx::query(
+                            "UPDATE vault_documents SET status = $1, attempts = $2, \
+                             error = COALESCE($3, error), updated_at = $4 WHERE id = $5 \
+                             AND status IN ('pending', 'processing', 'retrying')",
+                        )
+                        .bind(change.status.as_str())
+                        .bind(attempts)
+                        .bind(message)
+                        .bind(at_micros)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?
+                    }
+                    Status::Cancelled => {
                         sqlx::query(
                             "UPDATE vault_documents SET status = $1, attempts = $2, \
                              error = COALESCE($3, error), updated_at = $4 WHERE id = $5",
@@ -1236,10 +1250,12 @@ macro_rules! vault_sql {
                         // visible until the document completes.
                         let sql = if attempts <= 1 {
                             "UPDATE vault_documents SET status = 'processing', attempts = $1, \
-                             error = NULL, heartbeat_at = $2, updated_at = $2 WHERE id = $3"
+                             error = NULL, heartbeat_at = $2, updated_at = $2 WHERE id = $3 \
+                             AND status IN ('pending', 'processing', 'retrying')"
                         } else {
                             "UPDATE vault_documents SET status = 'processing', attempts = $1, \
-                             heartbeat_at = $2, updated_at = $2 WHERE id = $3"
+                             heartbeat_at = $2, updated_at = $2 WHERE id = $3 \
+                             AND status IN ('pending', 'processing', 'retrying')"
                         };
                         sqlx::query(sql)
                             .bind(attempts)
@@ -1261,9 +1277,9 @@ macro_rules! vault_sql {
                     }
                 };
                 if done.rows_affected() == 0 {
-                    // The document is gone: no history to append to.
+                    // The document is gone, or no longer in the pipeline: nothing to record.
                     tx.rollback().await?;
-                    return Ok(());
+                    return Ok(false);
                 }
                 Self::insert_document_event(
                     &mut tx,
@@ -1276,7 +1292,7 @@ macro_rules! vault_sql {
                 )
                 .await?;
                 tx.commit().await?;
-                Ok(())
+                Ok(true)
             }
 
             async fn chunks_by_ids(&self, workspace_id: Uuid, ids: &[Uuid]) -> StoreResult<Vec<Chunk>> {

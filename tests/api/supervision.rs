@@ -102,6 +102,8 @@ async fn work_in_flight_completes_across_restarts() {
         |settings| {
             slow_restarts(settings);
             settings.ingest_stale_ms = 600_000;
+            // The test polls; a slow run must not meet the read limit.
+            settings.rate_limits = memvault::config::Switch::Off;
         },
     )
     .await;

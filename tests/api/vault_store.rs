@@ -475,19 +475,36 @@ async fn status_changes_append_history_in_order() {
     );
     assert!(events.windows(2).all(|w| w[0].at <= w[1].at));
 
-    // A failure, then a retry on request: back to pending, phases kept.
-    store
+    // A document out of the pipeline (completed) is not moved back into it: processing,
+    // retrying and failed do not apply, and nothing is added to its history.
+    for status in [Status::Processing, Status::Retrying, Status::Failed] {
+        assert!(!store
+            .set_document_status(
+                id,
+                &change(status, Some(Phase::Extract), 3, Some("late")),
+                t + 5
+            )
+            .await
+            .unwrap());
+    }
+    let d = store.document(env.workspace_id, id).await.unwrap().unwrap();
+    assert_eq!((d.status, d.error.as_deref()), (Status::Completed, None));
+    assert_eq!(store.document_events(id).await.unwrap().len(), 5);
+
+    // Cancelled (which applies to any document), then a retry on request: back to pending,
+    // phases kept.
+    assert!(store
         .set_document_status(
             id,
-            &change(Status::Failed, Some(Phase::Extract), 3, Some("boom")),
+            &change(Status::Cancelled, Some(Phase::Extract), 3, Some("boom")),
             t + 5,
         )
         .await
-        .unwrap();
+        .unwrap());
     let d = store.document(env.workspace_id, id).await.unwrap().unwrap();
     assert_eq!(
         (d.status, d.error.as_deref()),
-        (Status::Failed, Some("boom"))
+        (Status::Cancelled, Some("boom"))
     );
     let other = add_workspace(&env.store).await;
     assert!(!store.reset_document(other, id, t + 6).await.unwrap());

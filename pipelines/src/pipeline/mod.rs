@@ -216,8 +216,11 @@ pub trait DocumentStore: Send + Sync + 'static {
     async fn finish_phase(&self, id: Uuid, phase: Phase) -> Result<(), StoreError>;
     /// Persists progress and the heartbeat time.
     async fn record_progress(&self, id: Uuid, progress: Progress) -> Result<(), StoreError>;
-    /// Persists a status change and appends it to the document's history.
-    async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<(), StoreError>;
+    /// Persists a status change and appends it to the document's history. `processing`,
+    /// `retrying` and `failed` apply only to a document still in the pipeline (pending,
+    /// processing or retrying): returns `false` when the document was cancelled, finished or
+    /// deleted meanwhile (nothing changed).
+    async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<bool, StoreError>;
 }
 
 /// Optical character recognition of one image. Blocking. Used by [`InProcess`] only: the

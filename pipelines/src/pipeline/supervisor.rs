@@ -130,11 +130,16 @@ impl SupervisorState {
         }
     }
 
-    async fn set_status(&self, id: Uuid, change: StatusChange) {
+    /// Whether the change applied (not when the document left the pipeline meanwhile, or the
+    /// store failed: then the status stays as it was, and a restart resumes from storage).
+    async fn set_status(&self, id: Uuid, change: StatusChange) -> bool {
         let status = change.status;
-        if let Err(error) = self.engines.store.set_status(id, change).await {
-            // The status stays as it was; a restart resumes the document from storage.
-            tracing::error!(document_id = %id, status = status.as_str(), %error, "cannot persist a document status");
+        match self.engines.store.set_status(id, change).await {
+            Ok(applied) => applied,
+            Err(error) => {
+                tracing::error!(document_id = %id, status = status.as_str(), %error, "cannot persist a document status");
+                false
+            }
         }
     }
 
@@ -210,8 +215,10 @@ impl SupervisorState {
                 return;
             };
             // The attempt is persisted before any phase runs: a generation that takes the whole
-            // server down still counts, so a restart cannot resume it forever.
-            if let Err(error) = self
+            // server down still counts, so a restart cannot resume it forever. A document that
+            // left the pipeline since it was queued (cancelled or deleted while this supervisor
+            // was being restarted, or finished before a resubmission) is not started.
+            match self
                 .engines
                 .store
                 .set_status(
@@ -225,16 +232,23 @@ impl SupervisorState {
                 )
                 .await
             {
-                self.retry_or_fail(
-                    myself,
-                    id,
-                    workspace,
-                    attempt,
-                    Phase::Parse,
-                    (FailureReason::Transient, format!("storage: {error}")),
-                )
-                .await;
-                continue;
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::info!(document_id = %id, "document no longer in the pipeline; not started");
+                    continue;
+                }
+                Err(error) => {
+                    self.retry_or_fail(
+                        myself,
+                        id,
+                        workspace,
+                        attempt,
+                        Phase::Parse,
+                        (FailureReason::Transient, format!("storage: {error}")),
+                    )
+                    .await;
+                    continue;
+                }
             }
             let shared = Arc::new(Shared::default());
             let args = DocumentArgs {
@@ -386,10 +400,7 @@ impl Actor for IngestSupervisor {
                     // Already queued, running or waiting.
                 } else if attempt > state.config.max_attempts {
                     let made = attempt - 1;
-                    tracing::error!(document_id = %id, attempts = made, "document interrupted on every attempt, giving up");
-                    state.stats.failed += 1;
-                    state.observe(Outcome::Failed, None, Some(FailureReason::Interrupted));
-                    state
+                    let applied = state
                         .set_status(
                             id,
                             StatusChange {
@@ -397,11 +408,17 @@ impl Actor for IngestSupervisor {
                                 phase: None,
                                 attempts: made,
                                 message: Some(format!(
-                                    "processing was interrupted {made} times (the server stopped during it); the document is not resumed again"
+                                    "processing was interrupted {made} times (the server or its ingestion supervisor stopped during it); the document is not resumed again"
                                 )),
                             },
                         )
                         .await;
+                    // Counted once: a second resubmission finds the document failed already.
+                    if applied {
+                        tracing::error!(document_id = %id, attempts = made, "document interrupted on every attempt, giving up");
+                        state.stats.failed += 1;
+                        state.observe(Outcome::Failed, None, Some(FailureReason::Interrupted));
+                    }
                 } else {
                     state.queue.push(Queued {
                         workspace,
@@ -624,6 +641,10 @@ impl Child for Ingestion {
         self.supervisor.set(supervisor.clone());
         Ok(supervisor.get_cell())
     }
+
+    fn close(&self) {
+        self.supervisor.close();
+    }
 }
 
 #[cfg(test)]
@@ -784,10 +805,20 @@ mod tests {
         async fn record_progress(&self, id: Uuid, _: Progress) -> Result<(), StoreError> {
             self.with(id, |_| ())
         }
-        async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<(), StoreError> {
+        async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<bool, StoreError> {
             self.with(id, |d| {
+                // As the database does: a document out of the pipeline stays out.
+                let in_pipeline = d.statuses.last().is_none_or(|s| !s.0.is_terminal());
+                let guarded = matches!(
+                    change.status,
+                    Status::Processing | Status::Retrying | Status::Failed
+                );
+                if guarded && !in_pipeline {
+                    return false;
+                }
                 d.statuses
-                    .push((change.status, change.attempts, change.message))
+                    .push((change.status, change.attempts, change.message));
+                true
             })
         }
     }
@@ -948,6 +979,26 @@ mod tests {
     }
 
     const TEXT: &[u8] = b"# One\n\nAlpha is first.\n\n# Two\n\nBeta is second.\n";
+
+    /// A document cancelled, finished or deleted after it was queued (e.g. while the
+    /// supervisor was being restarted and its recovery resubmitted it) is not started.
+    #[tokio::test]
+    async fn a_document_that_left_the_pipeline_is_not_started() {
+        let store = Arc::new(FakeStore::default());
+        let id = store.add(b"Acme was founded in 1999.", SourceKind::Text);
+        store
+            .with(id, |d| {
+                d.statuses
+                    .push((Status::Cancelled, 1, Some("cancelled on request".into())))
+            })
+            .unwrap();
+        let ingestion = start(store.clone(), None, 3).await;
+        ingestion.submit(id, Uuid::new_v4(), 1).unwrap();
+        // Answered after the submission was handled (one mailbox, in order).
+        let stats = ingestion.stats().await.unwrap();
+        assert_eq!((stats.running, stats.queued, stats.completed), (0, 0, 0));
+        assert_eq!(store.statuses(id), vec![Status::Cancelled]);
+    }
 
     #[tokio::test]
     async fn a_document_walks_every_phase_to_completed() {

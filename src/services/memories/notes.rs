@@ -130,8 +130,9 @@ impl MemoryService {
     fn submit_job(&self, id: Uuid) {
         match self.jobs.get() {
             Some(jobs) => {
+                // Stored already: the supervisor's recovery resubmits it once it is back.
                 if let Err(e) = jobs.submit(id) {
-                    tracing::error!(job_id = %id, error = %e, "cannot submit a job; it resumes at the next start");
+                    tracing::warn!(job_id = %id, error = %e, "the jobs supervisor is restarting; the job is picked up when it is back");
                 }
             }
             None => {

@@ -288,6 +288,16 @@ impl VaultService {
         Ok(unfinished.len())
     }
 
+    /// Gives a stored, pending document to the ingestion supervisor. While the supervisor is
+    /// being restarted it takes nothing, and its recovery resubmits every unfinished document
+    /// from storage: the document is not lost, and the caller is answered as if it were taken.
+    fn hand_over(&self, id: Uuid, workspace_id: Uuid) -> Result<()> {
+        if let Err(error) = self.ingestion()?.submit(id, workspace_id, 1) {
+            tracing::warn!(document_id = %id, %error, "the ingestion supervisor is restarting; the document is picked up when it is back");
+        }
+        Ok(())
+    }
+
     /// Rebuilds the vault's indexes from the database (start-up). Returns (chunks, memories).
     pub async fn rebuild_indexes(&self) -> Result<(usize, usize)> {
         const PAGE: i64 = 1_000;
@@ -394,9 +404,7 @@ impl VaultService {
 
     async fn queue(&self, document: NewDocument) -> Result<DocumentAccepted> {
         let stored = self.store.insert_document(&document).await?;
-        self.ingestion()?
-            .submit(stored.id, stored.workspace_id, 1)
-            .map_err(|e| Error::Unavailable(e.to_string()))?;
+        self.hand_over(stored.id, stored.workspace_id)?;
         tracing::info!(document_id = %stored.id, kind = stored.kind.as_str(), bytes = stored.byte_size, "document accepted");
         Ok(accepted(&stored))
     }
@@ -871,9 +879,7 @@ impl VaultService {
                     .to_string(),
             ));
         }
-        self.ingestion()?
-            .submit(document.id, caller.workspace_id, 1)
-            .map_err(|e| Error::Unavailable(e.to_string()))?;
+        self.hand_over(document.id, caller.workspace_id)?;
         self.document_detail(caller, raw_id, &scope).await
     }
 

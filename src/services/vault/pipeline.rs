@@ -137,7 +137,7 @@ impl DocumentStore for PipelineStore {
             .map_err(failed)
     }
 
-    async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<(), StoreError> {
+    async fn set_status(&self, id: Uuid, change: StatusChange) -> Result<bool, StoreError> {
         self.store
             .set_document_status(id, &change, now_micros())
             .await
