@@ -1217,33 +1217,25 @@ macro_rules! vault_sql {
                         .execute(&mut *tx)
                         .await?
                     }
-                    Status::Failed | Status::Retrying => {
-                        // Without a message the last error stays visible.
-                        sqlx::query(
+                    Status::Failed | Status::Retrying | Status::Cancelled => {
+                        // Without a message the last error stays visible. Cancelling applies to
+                        // any document; failing and retrying only to one still in the pipeline.
+                        let sql = if change.status == Status::Cancelled {
+                            "UPDATE vault_documents SET status = $1, attempts = $2, \
+                             error = COALESCE($3, error), updated_at = $4 WHERE id = $5"
+                        } else {
                             "UPDATE vault_documents SET status = $1, attempts = $2, \
                              error = COALESCE($3, error), updated_at = $4 WHERE id = $5 \
-                             AND status IN ('pending', 'processing', 'retrying')",
-                        )
-                        .bind(change.status.as_str())
-                        .bind(attempts)
-                        .bind(message)
-                        .bind(at_micros)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?
-                    }
-                    Status::Cancelled => {
-                        sqlx::query(
-                            "UPDATE vault_documents SET status = $1, attempts = $2, \
-                             error = COALESCE($3, error), updated_at = $4 WHERE id = $5",
-                        )
-                        .bind(change.status.as_str())
-                        .bind(attempts)
-                        .bind(message)
-                        .bind(at_micros)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?
+                             AND status IN ('pending', 'processing', 'retrying')"
+                        };
+                        sqlx::query(sql)
+                            .bind(change.status.as_str())
+                            .bind(attempts)
+                            .bind(message)
+                            .bind(at_micros)
+                            .bind(id)
+                            .execute(&mut *tx)
+                            .await?
                     }
                     Status::Processing => {
                         // A first attempt starts clean; a retry keeps the error that caused it
