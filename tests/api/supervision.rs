@@ -2,13 +2,24 @@
 //! names it while it is down, the work it held completes, and one that keeps dying stops the
 //! server with an error naming it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_pipelines::pipeline::{Fault, Phase};
+use memvault_pipelines::pipeline::{Fault, Faults, Phase};
 use reqwest::Method;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 use crate::helpers::{json_of, spawn_app_with, TestApp};
+
+/// The first generation of every document hangs when its parse phase starts.
+struct FirstAttemptHangs;
+
+impl Faults for FirstAttemptHangs {
+    fn at(&self, _document: Uuid, phase: Phase, attempt: u32) -> Option<Fault> {
+        (phase == Phase::Parse && attempt == 1).then_some(Fault::Hang)
+    }
+}
 
 const PARTS: [&str; 4] = [
     "workspace_registry",
@@ -96,17 +107,17 @@ async fn each_supervised_actor_is_restarted_and_readiness_follows() {
 #[tokio::test]
 async fn work_in_flight_completes_across_restarts() {
     // The first generation of every document hangs in its parse phase (and is never deemed
-    // stale): only the restart of the ingestion supervisor gets the document going again.
-    let app = crate::vault::spawn_faulty(
-        crate::vault::At::new(Phase::Parse, Fault::Hang, 1),
-        |settings| {
-            slow_restarts(settings);
-            settings.ingest_stale_ms = 600_000;
-            // The test polls; a slow run must not meet the read limit.
-            settings.rate_limits = memvault::config::Switch::Off;
-        },
-    )
-    .await;
+    // stale): only the restart of the ingestion supervisor gets the document going again. Tied
+    // to the attempt, not to the first parse: the kill may come before the first generation
+    // reaches its parse phase.
+    let db = crate::helpers::fresh_database().await;
+    let mut settings = crate::helpers::test_settings(&db);
+    slow_restarts(&mut settings);
+    settings.ingest_stale_ms = 600_000;
+    // The test polls; a slow run must not meet the read limit.
+    settings.rate_limits = memvault::config::Switch::Off;
+    let app =
+        crate::helpers::spawn_with_faults(db, settings, Some(Arc::new(FirstAttemptHangs))).await;
     let (status, accepted) = json_of(
         app.send_json(
             Method::POST,

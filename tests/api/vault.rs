@@ -136,7 +136,7 @@ fn statuses(detail: &Value) -> Vec<String> {
 }
 
 /// Injects `fault` the first `times` times `phase` starts, for each document.
-pub struct At {
+struct At {
     phase: Phase,
     fault: Fault,
     times: usize,
@@ -144,7 +144,7 @@ pub struct At {
 }
 
 impl At {
-    pub fn new(phase: Phase, fault: Fault, times: usize) -> Self {
+    fn new(phase: Phase, fault: Fault, times: usize) -> Self {
         At {
             phase,
             fault,
@@ -168,7 +168,7 @@ impl Faults for At {
     }
 }
 
-pub async fn spawn_faulty(
+async fn spawn_faulty(
     fault: At,
     configure: impl FnOnce(&mut memvault::config::Settings),
 ) -> TestApp {
