@@ -36,7 +36,7 @@ bench:
 	cargo bench --bench http
 
 # The API contract alone (make test runs it too): schemathesis, with a key and with a session
-# cookie, against a fresh server on SQLite.
+# cookie, against a fresh server on SQLite, then a generated Python client's quickstart.
 contract: packages model api-tools
 	tests/contract/run.sh
 

@@ -218,16 +218,13 @@ impl Application {
             },
         });
 
-        let jobs = Jobs::new(
-            JobsArgs {
-                handler: Arc::new(NoteJobs(memories.clone())),
-                max_attempts: JOB_ATTEMPTS,
-                backoff_base: JOB_BACKOFF_BASE,
-                backoff_cap: JOB_BACKOFF_CAP,
-                concurrency: JOB_CONCURRENCY,
-            },
-            call_timeout,
-        );
+        let jobs = Jobs::new(JobsArgs {
+            handler: Arc::new(NoteJobs(memories.clone())),
+            max_attempts: JOB_ATTEMPTS,
+            backoff_base: JOB_BACKOFF_BASE,
+            backoff_cap: JOB_BACKOFF_CAP,
+            concurrency: JOB_CONCURRENCY,
+        });
         memories.attach_jobs(jobs.queue());
 
         let decoder: Arc<dyn Decoder> = match overrides.decoder {

@@ -166,16 +166,14 @@ impl Actor for JobsSupervisor {
 pub struct Jobs {
     current: Current<JobsMsg>,
     args: JobsArgs,
-    timeout: Duration,
 }
 
 impl Jobs {
     /// A handle with no supervisor yet: the root supervisor spawns it.
-    pub fn new(args: JobsArgs, call_timeout: Duration) -> Self {
+    pub fn new(args: JobsArgs) -> Self {
         Jobs {
             current: Current::default(),
             args,
-            timeout: call_timeout,
         }
     }
 
@@ -183,7 +181,6 @@ impl Jobs {
     pub fn queue(&self) -> JobQueue {
         JobQueue {
             current: self.current.clone(),
-            timeout: self.timeout,
         }
     }
 }
@@ -194,17 +191,12 @@ impl Jobs {
 #[derive(Clone)]
 pub struct JobQueue {
     current: Current<JobsMsg>,
-    timeout: Duration,
 }
 
 impl JobQueue {
     /// Runs job `id` (ignored when it is already queued or running).
     pub fn submit(&self, id: Uuid) -> Result<(), CallFailure> {
         self.current.cast(JobsMsg::Submit(id))
-    }
-
-    pub async fn stats(&self) -> Result<JobStats, CallFailure> {
-        self.current.call(JobsMsg::GetStats, self.timeout).await
     }
 }
 

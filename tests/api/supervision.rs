@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::helpers::{json_of, spawn_app_with, TestApp};
+use crate::metrics::sample;
 
 /// The first generation of every document hangs when its parse phase starts.
 struct FirstAttemptHangs;
@@ -58,12 +59,6 @@ async fn kill(app: &TestApp, part: &str) {
         .kill_and_wait(Some(Duration::from_secs(5)))
         .await
         .unwrap();
-}
-
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|value| value.split_whitespace().next()?.parse().ok())
 }
 
 #[tokio::test]
