@@ -71,6 +71,17 @@ macro_rules! string_enum {
 }
 
 string_enum!(
+    /// A plan's name as the API writes it: the schema of [`Plan`] (which lives in `actors/`,
+    /// below the OpenAPI layer); a unit test holds the two to the same names.
+    PlanName {
+        Free => "free",
+        Hobby => "hobby",
+        Pro => "pro",
+        Ultimate => "ultimate",
+    }
+);
+
+string_enum!(
     /// What kind of memory this is.
     Category {
         Preference => "preference",
@@ -299,6 +310,13 @@ pub struct ListFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plan_names_are_the_plans() {
+        let names: Vec<_> = PlanName::ALL.iter().map(|p| p.as_str()).collect();
+        let plans: Vec<_> = Plan::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(names, plans);
+    }
 
     #[test]
     fn normalize_lowercases_and_collapses_whitespace() {

@@ -7,7 +7,7 @@ use super::error::ErrorBody;
 use super::{accounts, billing, health, memories, vault};
 use crate::model::accounts::{Role, SubscriptionStatus};
 use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
-use crate::model::{Category, Ranking, Rating, Source};
+use crate::model::{Category, PlanName, Ranking, Rating, Source};
 use crate::services::accounts::{
     ApiKeyCreated, ApiKeyList, ApiKeyView, ChangeRole, CreateApiKey, CreateInvitation,
     CreateWorkspace, InvitationAccepted, InvitationCreated, InvitationView, MemberChanged,
@@ -60,7 +60,7 @@ use crate::services::vault::{
     components(schemas(
         ErrorBody, CreateMemory, UpdateMemory, FeedbackInput, ForgetInput, MemoryView,
         MemoryListItem, MemoryList, SaveResult, SaveStatus, History, HistoryEntry, Success,
-        Category, Source, Rating, Ranking, MemoryType, VaultSearchMode, DocumentSourceType,
+        Category, Source, Rating, Ranking, MemoryType, VaultSearchMode, DocumentSourceType, PlanName,
         SearchHit, SearchResults, JobAccepted, JobView, JobPart, Profile,
         Graph, GraphNode, GraphLink, GraphMeta,
         health::Health, health::Readiness,
@@ -328,6 +328,9 @@ impl Modify for StrictStrings {
 pub fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
+
+#[cfg(test)]
+mod conformance;
 
 #[cfg(test)]
 mod tests {

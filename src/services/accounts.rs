@@ -221,7 +221,7 @@ pub struct WorkspaceView {
     pub slug: String,
     pub role: Role,
     /// `free`, `hobby`, `pro` or `ultimate`; `null` reads as free.
-    #[schema(value_type = Option<String>, example = "pro")]
+    #[schema(value_type = Option<crate::model::PlanName>)]
     pub billing_owner_plan: Option<Plan>,
     pub created_at: DateTime<Utc>,
 }

@@ -39,7 +39,7 @@ pub struct SubscriptionView {
     pub workspace_id: Uuid,
     /// The user who last changed the plan (`null` for the command line).
     pub user_id: Option<String>,
-    #[schema(value_type = String, example = "free")]
+    #[schema(value_type = crate::model::PlanName)]
     pub plan: Plan,
     pub status: SubscriptionStatus,
     /// Current memories in all scopes.
