@@ -24,6 +24,17 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// A write refused by the cluster's fence (SQLSTATE `MV001`, raised by `memvault_fence`):
+    /// this node no longer holds the workspace's lease, and nothing was written.
+    pub fn is_fenced(&self) -> bool {
+        match self {
+            StorageError::Database(sqlx::Error::Database(db)) => {
+                db.code().as_deref() == Some("MV001")
+            }
+            _ => false,
+        }
+    }
+
     /// Classifies a database error; unique violations become [`StorageError::UniqueViolation`].
     pub fn from_db(error: sqlx::Error) -> Self {
         match &error {
@@ -177,6 +188,12 @@ impl Error {
 
 impl From<StorageError> for Error {
     fn from(error: StorageError) -> Self {
+        if error.is_fenced() {
+            return Error::Busy {
+                message: "the workspace is moving to another node; retry".to_string(),
+                retry_after: 1,
+            };
+        }
         match error {
             StorageError::UniqueViolation => Error::Conflict(
                 "a current memory with the same content already exists in this scope and project"

@@ -2,11 +2,12 @@
 //! memory-limit accounting, the registry that spawns and supervises them, and the index
 //! maintainer that folds and merges vector segments in the background, and the supervisor of
 //! background jobs (long notes) with retries; and the root supervisor that owns them all and
-//! restarts a child that dies.
+//! restarts a child that dies; and the heartbeat that keeps a cluster node's membership.
 //!
 //! This crate never imports the web or storage layers: it reaches storage through
 //! [`WorkspaceStore`], which the `memvault` crate implements.
 
+pub mod heartbeat;
 pub mod jobs;
 pub mod maintenance;
 pub mod plan;
@@ -16,6 +17,7 @@ pub mod store;
 pub mod supervisor;
 pub mod workspace;
 
+pub use heartbeat::{Beat, Heartbeat, HeartbeatActor, HeartbeatArgs, HeartbeatMsg};
 pub use jobs::{backoff, JobHandler, JobQueue, JobStats, Jobs, JobsArgs, JobsMsg, JobsSupervisor};
 pub use maintenance::{
     Maintainable, Maintainer, MaintenanceActor, MaintenanceMsg, MaintenanceStats,

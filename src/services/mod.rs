@@ -5,6 +5,7 @@ pub mod abuse;
 pub mod access;
 pub mod accounts;
 pub mod billing;
+pub mod cluster;
 pub mod liveness;
 pub mod memories;
 pub mod oauth;

@@ -7,6 +7,7 @@
 
 pub mod accounts;
 mod accounts_sql;
+pub mod cluster;
 pub mod oauth;
 mod oauth_sql;
 mod sql;
@@ -180,6 +181,23 @@ pub trait Store:
 
 /// Opens the configured database, applies migrations and returns the store.
 pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
+    Ok(connect_node(settings, None).await?.0)
+}
+
+/// A cluster node's identity on its connections: every write it makes is fenced by its
+/// workspace leases (`cluster::fencing_statements`).
+#[derive(Debug, Clone, Copy)]
+pub struct NodeFence {
+    pub node: Uuid,
+    pub ttl: Duration,
+}
+
+/// Like [`connect`]; with `fence` (PostgreSQL only), the connections carry the node's id, so
+/// that writes to a workspace it does not hold fail, and the cluster's store comes with it.
+pub async fn connect_node(
+    settings: &Settings,
+    fence: Option<NodeFence>,
+) -> StoreResult<(Arc<dyn Store>, Option<cluster::ClusterStore>)> {
     let url = settings.database_url();
     if settings.is_postgres() {
         // Custom plans: the lane queries' best index depends on the bound values (a generic
@@ -189,10 +207,23 @@ pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
         let pool = PgPoolOptions::new()
             .max_connections(settings.db_max_connections)
             .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    match fence {
+                        Some(fence) => cluster::fence_connection(conn, fence.node, fence.ttl).await,
+                        None => Ok(()),
+                    }
+                })
+            })
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Arc::new(PgStore::new(pool.clone(), pool)))
+        let cluster = fence.map(|_| cluster::ClusterStore::new(pool.clone()));
+        Ok((Arc::new(PgStore::new(pool.clone(), pool)), cluster))
+    } else if fence.is_some() {
+        Err(StorageError::Corrupt(
+            "a cluster needs PostgreSQL: SQLite serves one node".into(),
+        ))
     } else {
         let options = SqliteConnectOptions::from_str(&url)?;
         if let Some(parent) = options.get_filename().parent() {
@@ -223,7 +254,7 @@ pub async fn connect(settings: &Settings) -> StoreResult<Arc<dyn Store>> {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Arc::new(SqliteStore::new(readers, writer)))
+        Ok((Arc::new(SqliteStore::new(readers, writer)), None))
     }
 }
 

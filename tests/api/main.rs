@@ -9,6 +9,7 @@ mod accounts;
 mod actors;
 mod billing;
 mod cli;
+mod cluster;
 mod corpus;
 mod dashboard;
 mod edges;

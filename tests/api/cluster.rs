@@ -1,0 +1,258 @@
+//! The cluster's ownership rules at the database (issue 29): leases move only away from nodes
+//! that are dead, draining or handing over; a takeover waits for the old owner's writes in
+//! flight; the fence refuses every write of a node that no longer holds the workspace. These run
+//! on PostgreSQL (a cluster needs it); on SQLite, a node refuses to start as a cluster member.
+
+use std::time::Duration;
+
+use memvault::storage::cluster::{fence_connection, Acquired, ClusterStore};
+use memvault::storage::{connect_node, NodeFence};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::helpers::{fresh_database, postgres_url, test_settings};
+
+const TTL: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_millis(300);
+
+/// A pool whose connections write as `node` (what a cluster node's store does).
+async fn node_pool(url: &str, node: Uuid) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(2)
+        .after_connect(move |conn, _| Box::pin(fence_connection(conn, node, TTL)))
+        .connect(url)
+        .await
+        .expect("connect as a node")
+}
+
+async fn new_workspace(admin: &PgPool) -> Uuid {
+    let id = Uuid::new_v4();
+    sqlx::query("INSERT INTO workspaces (id, name, slug, created_at) VALUES ($1, 'w', $2, 0)")
+        .bind(id)
+        .bind(id.to_string())
+        .execute(admin)
+        .await
+        .expect("insert a workspace");
+    id
+}
+
+/// A write to the workspace's data (a vault row), as `pool`'s node.
+async fn write(pool: &PgPool, workspace: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO vaults (id, workspace_id, name, created_at) VALUES ($1, $2, $3, 0)")
+        .bind(Uuid::new_v4())
+        .bind(workspace)
+        .bind(Uuid::new_v4().to_string())
+        .execute(pool)
+        .await
+        .map(|_| ())
+}
+
+fn fenced(result: Result<(), sqlx::Error>) -> bool {
+    match result {
+        Err(sqlx::Error::Database(db)) => db.code().as_deref() == Some("MV001"),
+        _ => false,
+    }
+}
+
+/// Expires `node` now (as if it had been paused past its TTL).
+async fn expire(admin: &PgPool, node: Uuid) {
+    sqlx::query(
+        "UPDATE cluster_nodes SET expires_at = clock_timestamp() - INTERVAL '1 second' \
+         WHERE id = $1",
+    )
+    .bind(node)
+    .execute(admin)
+    .await
+    .expect("expire a node");
+}
+
+struct Nodes {
+    admin: PgPool,
+    store: ClusterStore,
+    a: (Uuid, PgPool),
+    b: (Uuid, PgPool),
+}
+
+async fn two_nodes() -> Option<Nodes> {
+    postgres_url()?;
+    let db = fresh_database().await;
+    let settings = test_settings(&db);
+    let a = Uuid::new_v4();
+    // Migrations, and the cluster store, through a node's own connection path.
+    let (_, store) = connect_node(&settings, Some(NodeFence { node: a, ttl: TTL }))
+        .await
+        .expect("connect a node");
+    let store = store.expect("a cluster store on PostgreSQL");
+    let admin = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&db.url)
+        .await
+        .expect("connect");
+    let b = Uuid::new_v4();
+    store.register(a, "http://a", TTL).await.unwrap();
+    store.register(b, "http://b", TTL).await.unwrap();
+    Some(Nodes {
+        a: (a, node_pool(&db.url, a).await),
+        b: (b, node_pool(&db.url, b).await),
+        admin,
+        store,
+    })
+}
+
+#[tokio::test]
+async fn a_lease_moves_only_from_a_dead_node_and_fences_it() {
+    let Some(n) = two_nodes().await else {
+        eprintln!("cluster lease tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let (a, pool_a) = &n.a;
+    let (b, pool_b) = &n.b;
+    let w = new_workspace(&n.admin).await;
+
+    // Nobody writes before holding the lease.
+    assert!(fenced(write(pool_a, w).await));
+    assert_eq!(
+        n.store.acquire(w, *a, WAIT).await.unwrap(),
+        Acquired::Held(1)
+    );
+    assert_eq!(
+        n.store.acquire(w, *a, WAIT).await.unwrap(),
+        Acquired::Held(1)
+    );
+    write(pool_a, w).await.expect("the owner writes");
+    assert!(fenced(write(pool_b, w).await), "another node's write");
+    match n.store.acquire(w, *b, WAIT).await.unwrap() {
+        Acquired::Taken(lease) => {
+            assert_eq!((lease.node_id, lease.serving), (*a, true));
+            assert_eq!(lease.url.as_deref(), Some("http://a"));
+        }
+        other => panic!("a live owner's lease was taken: {other:?}"),
+    }
+
+    // The owner is paused past its TTL: its writes stop at once, and the lease moves.
+    expire(&n.admin, *a).await;
+    assert!(fenced(write(pool_a, w).await), "a dead owner's write");
+    assert_eq!(
+        n.store.acquire(w, *b, WAIT).await.unwrap(),
+        Acquired::Held(2)
+    );
+    write(pool_b, w).await.expect("the new owner writes");
+
+    // The old owner comes back: it learns it was dead, keeps nothing, and stays fenced.
+    assert!(!n.store.beat(*a, TTL).await.unwrap());
+    assert!(n
+        .store
+        .revive(*a, "http://a", TTL)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(n.store.beat(*a, TTL).await.unwrap());
+    assert!(fenced(write(pool_a, w).await), "a revived node's write");
+    let lease = n.store.lease(w).await.unwrap().unwrap();
+    assert_eq!((lease.node_id, lease.epoch), (*b, 2));
+}
+
+#[tokio::test]
+async fn a_takeover_waits_for_the_old_owners_writes_in_flight() {
+    let Some(n) = two_nodes().await else {
+        eprintln!("cluster lease tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let (a, pool_a) = &n.a;
+    let (b, pool_b) = &n.b;
+    let w = new_workspace(&n.admin).await;
+    assert_eq!(
+        n.store.acquire(w, *a, WAIT).await.unwrap(),
+        Acquired::Held(1)
+    );
+
+    // A write under way when the owner is declared dead holds the takeover up.
+    let mut tx = pool_a.begin().await.unwrap();
+    sqlx::query("INSERT INTO vaults (id, workspace_id, name, created_at) VALUES ($1, $2, 'x', 0)")
+        .bind(Uuid::new_v4())
+        .bind(w)
+        .execute(&mut *tx)
+        .await
+        .expect("the owner's write passes the fence");
+    expire(&n.admin, *a).await;
+    assert!(
+        n.store.acquire(w, *b, WAIT).await.is_err(),
+        "the takeover did not wait for the write in flight"
+    );
+    tx.commit().await.expect("the write in flight commits");
+    assert_eq!(
+        n.store.acquire(w, *b, WAIT).await.unwrap(),
+        Acquired::Held(2)
+    );
+    assert!(fenced(write(pool_a, w).await));
+    write(pool_b, w).await.unwrap();
+    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM vaults WHERE workspace_id = $1")
+        .bind(w)
+        .fetch_one(&n.admin)
+        .await
+        .unwrap();
+    assert_eq!(count, 2, "the write in flight and the new owner's");
+}
+
+#[tokio::test]
+async fn a_handover_moves_the_lease_to_a_serving_node_only() {
+    let Some(n) = two_nodes().await else {
+        eprintln!("cluster lease tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let (a, pool_a) = &n.a;
+    let (b, pool_b) = &n.b;
+    let w = new_workspace(&n.admin).await;
+    assert_eq!(
+        n.store.acquire(w, *a, WAIT).await.unwrap(),
+        Acquired::Held(1)
+    );
+    assert_eq!(
+        n.store.hand_over(w, *b, *a, WAIT).await.unwrap(),
+        None,
+        "not b's to give"
+    );
+    assert_eq!(n.store.hand_over(w, *a, *b, WAIT).await.unwrap(), Some(2));
+    assert!(fenced(write(pool_a, w).await));
+    write(pool_b, w).await.unwrap();
+
+    // A draining node takes nothing; a released lease goes to whoever asks next.
+    n.store.drain(*a).await.unwrap();
+    assert_eq!(n.store.hand_over(w, *b, *a, WAIT).await.unwrap(), None);
+    assert!(n.store.release(w, *b).await.unwrap());
+    assert!(fenced(write(pool_b, w).await));
+    match n.store.acquire(w, *a, WAIT).await.unwrap() {
+        Acquired::Held(epoch) => assert_eq!(epoch, 4),
+        other => panic!("{other:?}"),
+    }
+    let nodes = n.store.nodes().await.unwrap();
+    let of = |id: Uuid| nodes.iter().find(|node| node.id == id).unwrap().clone();
+    assert!(of(*a).draining && of(*a).alive);
+    assert_eq!((of(*a).workspaces, of(*b).workspaces), (1, 0));
+
+    // A node that leaves frees its leases at once.
+    n.store.leave(*a).await.unwrap();
+    assert_eq!(
+        n.store.acquire(w, *b, WAIT).await.unwrap(),
+        Acquired::Held(5)
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_needs_postgresql() {
+    if postgres_url().is_some() {
+        return;
+    }
+    let db = fresh_database().await;
+    let settings = test_settings(&db);
+    let fence = NodeFence {
+        node: Uuid::new_v4(),
+        ttl: TTL,
+    };
+    let error = connect_node(&settings, Some(fence))
+        .await
+        .err()
+        .expect("SQLite refused as a cluster");
+    assert!(error.to_string().contains("PostgreSQL"), "{error}");
+}
