@@ -186,6 +186,35 @@ impl Default for SupervisionSettings {
     }
 }
 
+/// How the nodes of a cluster keep track of each other (clustering itself is switched on by
+/// `node_url`; see ARCHITECTURE.md, "Cluster").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterSettings {
+    /// A node whose last heartbeat is older than this is dead, and its workspaces move.
+    pub lease_ttl_ms: u64,
+    /// How often a node renews itself.
+    pub heartbeat_ms: u64,
+    /// How long a takeover or handover waits for the old owner's writes in flight.
+    pub takeover_wait_ms: u64,
+    /// Workspaces a node hands to a node that joined, per heartbeat.
+    pub handoffs_per_round: usize,
+    /// How long a forwarded request may take (an upload's whole transfer included).
+    pub forward_timeout_secs: u64,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            lease_ttl_ms: 5_000,
+            heartbeat_ms: 1_000,
+            takeover_wait_ms: 2_000,
+            handoffs_per_round: 16,
+            forward_timeout_secs: 330,
+        }
+    }
+}
+
 impl Default for WorkerSettings {
     fn default() -> Self {
         WorkerSettings {
@@ -324,6 +353,13 @@ pub struct Settings {
     /// When set, `GET /metrics` needs `Authorization: Bearer <token>`; unset, it is open on the
     /// listen address.
     pub metrics_token: Option<String>,
+    /// The base URL other nodes reach this node at (`MEMVAULT_NODE_URL`): set, this process is
+    /// a node of a cluster on its PostgreSQL database (refused on SQLite).
+    pub node_url: Option<String>,
+    /// The secret node-to-node calls are signed with (`MEMVAULT_CLUSTER_SECRET`), the same on
+    /// every node; required with `node_url`.
+    pub cluster_secret: Option<String>,
+    pub cluster: ClusterSettings,
     /// Also count saves and rate-limit refusals per workspace (a `workspace` label holding its
     /// id): one series per workspace and outcome, so only for a bounded number of tenants.
     pub metrics_per_workspace: bool,
@@ -437,6 +473,9 @@ impl Default for Settings {
             http: HttpSettings::default(),
             supervision: SupervisionSettings::default(),
             metrics_token: None,
+            node_url: None,
+            cluster_secret: None,
+            cluster: ClusterSettings::default(),
             metrics_per_workspace: false,
             password_memory_kib: 19 * 1024,
             billing_provider: BillingKind::Local,
@@ -493,6 +532,7 @@ impl Settings {
         shown.billing_key = hide(&self.billing_key);
         shown.billing_webhook_secret = hide(&self.billing_webhook_secret);
         shown.metrics_token = hide(&self.metrics_token);
+        shown.cluster_secret = hide(&self.cluster_secret);
         shown.embeddings_url = self.embeddings_url.as_deref().map(mask_url_password);
         shown.llm_url = self.llm_url.as_deref().map(mask_url_password);
         serde_json::to_value(shown).unwrap_or_default()

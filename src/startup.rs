@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use axum::Router;
 use memvault_actors::{
-    ChildSpec, Jobs, JobsArgs, Maintainer, RegistryArgs, RestartPolicy, Root, Workspaces,
+    ChildSpec, Heartbeat, Jobs, JobsArgs, Maintainer, RegistryArgs, RestartPolicy, Root, Workspaces,
 };
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -28,6 +28,7 @@ use crate::search::vectors::VectorConfig;
 use crate::search::SearchEngine;
 use crate::services::accounts::AccountsConfig;
 use crate::services::billing::BillingService;
+use crate::services::cluster::{Cluster, ClusterConfig, ServedWorkspaces};
 use crate::services::memories::{MemoryDeps, NoteJobs, Tuning};
 use crate::services::oauth::OAuthService;
 use crate::services::vault::{FetchPolicy, OfflineExtractor, VaultDeps, VaultService};
@@ -41,6 +42,8 @@ const JOB_ATTEMPTS: u32 = 3;
 const JOB_BACKOFF_BASE: Duration = Duration::from_millis(500);
 const JOB_BACKOFF_CAP: Duration = Duration::from_secs(30);
 const JOB_CONCURRENCY: usize = 2;
+/// How long a cluster node may take to hand its workspaces over at shutdown.
+const CLUSTER_LEAVE_GRACE: Duration = Duration::from_secs(20);
 /// How long each supervised actor has to stop at shutdown.
 const ACTOR_STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -76,6 +79,51 @@ pub struct Application {
     gave_up: oneshot::Receiver<String>,
     /// Ends the MCP server's open streams when shutdown begins.
     mcp_shutdown: CancellationToken,
+    /// This node's membership, in a cluster: it hands its workspaces over before it stops.
+    cluster: Option<Arc<Cluster>>,
+}
+
+/// This process as a cluster node, when `node_url` is set: its new id, its URL and the secret.
+struct NodeIdentity {
+    id: uuid::Uuid,
+    url: String,
+    secret: String,
+}
+
+fn node_identity(settings: &Settings) -> anyhow::Result<Option<NodeIdentity>> {
+    let Some(raw) = settings
+        .node_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+    else {
+        return Ok(None);
+    };
+    let url = url::Url::parse(raw).with_context(|| format!("node_url '{raw}' is not a URL"))?;
+    anyhow::ensure!(
+        matches!(url.scheme(), "http" | "https") && url.host().is_some(),
+        "node_url '{raw}' must be an http(s) URL that other nodes can reach"
+    );
+    anyhow::ensure!(
+        settings.is_postgres(),
+        "a cluster needs PostgreSQL (DATABASE_URL=postgres://...): SQLite serves one node; \
+         unset MEMVAULT_NODE_URL to run a single node"
+    );
+    let secret = settings
+        .cluster_secret
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or_default();
+    anyhow::ensure!(
+        secret.len() >= 16,
+        "a cluster node needs MEMVAULT_CLUSTER_SECRET (the same on every node, at least 16 \
+         characters): node-to-node calls are signed with it"
+    );
+    Ok(Some(NodeIdentity {
+        id: uuid::Uuid::new_v4(),
+        url: raw.trim_end_matches('/').to_string(),
+        secret: secret.to_string(),
+    }))
 }
 
 /// The configured sentence encoder: an embedding server when `embeddings_url` is set, else
@@ -162,12 +210,20 @@ impl Application {
         };
         let embedder = crate::embedding::Measured::wrap(embedder, metrics.clone());
         let started = Instant::now();
-        let store = storage::connect(settings).await.with_context(|| {
-            format!(
-                "cannot open the database at {}",
-                crate::config::mask_url_password(&settings.database_url())
-            )
-        })?;
+        let node = node_identity(settings)?;
+        let ttl = Duration::from_millis(settings.cluster.lease_ttl_ms.max(100));
+        let fence = node
+            .as_ref()
+            .map(|node| storage::NodeFence { node: node.id, ttl });
+        let (store, cluster_store) =
+            storage::connect_node(settings, fence)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot open the database at {}",
+                        crate::config::mask_url_password(&settings.database_url())
+                    )
+                })?;
         tracing::info!(backend = ?store.backend(), elapsed_ms = started.elapsed().as_millis() as u64, "database ready, migrations applied");
 
         // The long-lived actors' handles come first; the root supervisor spawns the actors
@@ -283,21 +339,52 @@ impl Application {
         );
         vault.attach_ingestion(ingestion.clone());
 
-        let (root, root_task, gave_up) = Root::start(
-            supervised(
-                &workspaces,
-                &maintainer,
-                &jobs,
-                &ingestion,
-                &memories,
-                &vault,
-            ),
-            restart_policy(settings),
-        )
-        .await
-        .context("cannot start the supervision tree")?;
+        let cluster = match (&node, cluster_store) {
+            (Some(node), Some(cluster_store)) => {
+                let cluster = Cluster::join(
+                    ClusterConfig {
+                        node: node.id,
+                        url: node.url.clone(),
+                        ttl,
+                        heartbeat: Duration::from_millis(settings.cluster.heartbeat_ms.max(10)),
+                        takeover_wait: Duration::from_millis(settings.cluster.takeover_wait_ms),
+                        handoffs_per_round: settings.cluster.handoffs_per_round.max(1),
+                    },
+                    cluster_store,
+                )
+                .await
+                .context("cannot join the cluster")?;
+                cluster.set_residency(Arc::new(ServedWorkspaces {
+                    memories: memories.clone(),
+                    vault: vault.clone(),
+                }));
+                Some(cluster)
+            }
+            _ => None,
+        };
 
-        if !overrides.skip_index_rebuild {
+        let mut children = supervised(
+            &workspaces,
+            &maintainer,
+            &jobs,
+            &ingestion,
+            &memories,
+            &vault,
+        );
+        if let Some(cluster) = &cluster {
+            // Last to start, first to stop.
+            children.push(ChildSpec::new(
+                "cluster_heartbeat",
+                Heartbeat::new(cluster.clone(), cluster.config().heartbeat),
+            ));
+        }
+        let (root, root_task, gave_up) = Root::start(children, restart_policy(settings))
+            .await
+            .context("cannot start the supervision tree")?;
+
+        // A cluster node holds only the workspaces it serves: each is loaded when it takes it.
+        let clustered = cluster.is_some();
+        if !overrides.skip_index_rebuild && !clustered {
             let report = memories.rebuild_indexes(false).await?;
             tracing::info!(
                 memories = report.indexed,
@@ -306,11 +393,15 @@ impl Application {
                 "search indexes rebuilt from the database"
             );
         }
-        let resumed = memories.resume_jobs().await?;
+        let resumed = if clustered {
+            0
+        } else {
+            memories.resume_jobs().await?
+        };
         if resumed > 0 {
             tracing::info!(jobs = resumed, "unfinished long-note jobs resumed");
         }
-        if !overrides.skip_index_rebuild {
+        if !overrides.skip_index_rebuild && !clustered {
             let started = Instant::now();
             let (chunks, facts) = vault.rebuild_indexes().await?;
             tracing::info!(
@@ -320,7 +411,7 @@ impl Application {
                 "vault indexes rebuilt from the database"
             );
         }
-        let resumed = vault.resume().await?;
+        let resumed = if clustered { 0 } else { vault.resume().await? };
         if resumed > 0 {
             tracing::info!(documents = resumed, "unfinished documents resumed");
         }
@@ -369,6 +460,16 @@ impl Application {
             memories: memories.clone(),
             vault: vault.clone(),
             store: store.clone(),
+            cluster: match (&cluster, &node) {
+                (Some(cluster), Some(node)) => Some(http::cluster::ClusterRouting::new(
+                    cluster.clone(),
+                    &node.secret,
+                    Duration::from_secs(settings.cluster.forward_timeout_secs.max(1)),
+                    Duration::from_secs(settings.http.body_timeout_secs.max(1)),
+                    settings.max_body_bytes,
+                )?),
+                _ => None,
+            },
             web: WebConfig {
                 public_url,
                 session_max_age_secs: chrono::Duration::days(settings.session_ttl_days as i64)
@@ -419,6 +520,7 @@ impl Application {
             root_task,
             gave_up,
             mcp_shutdown,
+            cluster,
         })
     }
 
@@ -478,6 +580,7 @@ impl Application {
         tracing::info!(address = %self.local_addr(), "memvault listening");
         let mcp_shutdown = self.mcp_shutdown.clone();
         let gave_up = self.gave_up;
+        let cluster = self.cluster.clone();
         let (fatal, fatal_rx) = oneshot::channel::<String>();
         http::serve::serve(self.listener, self.router, self.serve_limits, async move {
             tokio::select! {
@@ -488,6 +591,15 @@ impl Application {
                     let why = why.unwrap_or_else(|_| "the root supervisor stopped".to_string());
                     tracing::error!(reason = %why, "the supervision tree gave up; stopping the server");
                     let _ = fatal.send(why);
+                }
+            }
+            // A cluster node hands its workspaces over while it still serves (requests that
+            // arrive meanwhile are forwarded to the new owners), then leaves.
+            if let Some(cluster) = cluster {
+                match tokio::time::timeout(CLUSTER_LEAVE_GRACE, cluster.leave()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => tracing::warn!(%error, "leaving the cluster failed; its workspaces move when its heartbeat expires"),
+                    Err(_) => tracing::warn!("leaving the cluster took too long; the rest move when its heartbeat expires"),
                 }
             }
             // MCP streams stay open until told; requests in flight still finish.

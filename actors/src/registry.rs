@@ -65,6 +65,9 @@ pub enum RegistryMsg {
     },
     /// How many workspace actors are live.
     CountLive { reply: RpcReplyPort<usize> },
+    /// Stops a workspace's actor (its windows and counts are forgotten; a later request starts
+    /// a fresh one from storage): the workspace moved to another node of a cluster.
+    Evict { workspace_id: Uuid },
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -194,6 +197,12 @@ impl Actor for RegistryActor {
             }
             RegistryMsg::CountLive { reply } => {
                 let _ = reply.send(state.live.len());
+            }
+            RegistryMsg::Evict { workspace_id } => {
+                if let Some(actor) = state.live.remove(&workspace_id) {
+                    state.by_actor.remove(&actor.get_id());
+                    actor.stop(Some("the workspace moved to another node".to_string()));
+                }
             }
         }
         Ok(())
@@ -444,6 +453,11 @@ impl Workspaces {
     /// The plan changed: applies to the next request.
     pub fn plan_changed(&self, workspace_id: Uuid, plan: Plan) {
         self.tell(workspace_id, WorkspaceMsg::SetPlan { plan });
+    }
+
+    /// Stops the workspace's actor, if live (it moved to another node of a cluster).
+    pub fn evict(&self, workspace_id: Uuid) {
+        let _ = self.registry.cast(RegistryMsg::Evict { workspace_id });
     }
 
     pub async fn live_count(&self) -> Result<usize, WorkspacesError> {

@@ -111,3 +111,9 @@ CREATE TRIGGER vault_memory_feedback_fence BEFORE INSERT OR UPDATE OR DELETE ON 
     FOR EACH ROW EXECUTE FUNCTION memvault_fence_row();
 CREATE TRIGGER vault_evidence_fence BEFORE INSERT OR UPDATE OR DELETE ON vault_evidence
     FOR EACH ROW EXECUTE FUNCTION memvault_fence_child_row('document');
+
+-- A node that takes a workspace rebuilds its indexes from that workspace's rows alone.
+CREATE INDEX memories_workspace_current ON memories (workspace_id, seq)
+    WHERE is_current AND deleted_at IS NULL;
+CREATE INDEX vault_chunks_workspace ON vault_chunks (workspace_id, id);
+CREATE INDEX vault_memories_workspace ON vault_memories (workspace_id, id);

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod billing;
+pub mod cluster;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
@@ -52,6 +53,8 @@ pub struct AppState {
     pub metrics: MetricsState,
     /// The supervised actors, for `/readyz`.
     pub liveness: crate::services::liveness::Liveness,
+    /// In a cluster: this node's membership and how it reaches the others.
+    pub cluster: Option<cluster::ClusterRouting>,
 }
 
 /// The server's metrics and the token `/metrics` asks for, if any.
@@ -261,6 +264,7 @@ fn routes() -> Router<AppState> {
 /// limit.
 pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Router {
     let docs = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document());
+    let routing = state.clone();
     Router::new()
         .merge(routes())
         .merge(extra)
@@ -313,6 +317,9 @@ pub fn app(state: AppState, limits: BodyLimits, extra: Router<AppState>) -> Rout
                 )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(middleware::from_fn(error::envelope))
+                // Inside the envelope: a forwarded answer passes through untouched (KeepBody),
+                // this node's own refusals get the error body.
+                .layer(middleware::from_fn_with_state(routing, cluster::route))
                 .layer(middleware::map_response(no_framing))
                 .layer(CatchPanicLayer::custom(error::PanicResponse))
                 .layer(DefaultBodyLimit::max(limits.max_body_bytes)),

@@ -630,6 +630,24 @@ impl SearchEngine {
         Ok(self.text.settle().await?)
     }
 
+    /// Forgets every lane of a workspace (it moved to another node of a cluster). A search of
+    /// one of its lanes meanwhile finds nothing; a later rebuild starts them afresh.
+    pub fn drop_workspace(&self, workspace_id: Uuid) -> Result<(), SearchError> {
+        let dropped: Vec<Arc<LaneIndex>> = {
+            let mut lanes = self.lanes.write().unwrap_or_else(|e| e.into_inner());
+            let keys: Vec<Lane> = lanes
+                .keys()
+                .filter(|lane| lane.workspace_id == workspace_id)
+                .cloned()
+                .collect();
+            keys.iter().filter_map(|lane| lanes.remove(lane)).collect()
+        };
+        for lane in dropped {
+            self.text.delete_lane(&lane.term)?;
+        }
+        Ok(())
+    }
+
     /// Takes memories out of the index (deleted, superseded, forgotten).
     pub fn remove(&self, lane: &Lane, ids: &[Uuid]) -> Result<(), SearchError> {
         let Some(index) = self.lane(lane) else {

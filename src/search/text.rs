@@ -53,6 +53,9 @@ enum Op {
     Delete {
         key: u64,
     },
+    DeleteLane {
+        lane: String,
+    },
     Flush(oneshot::Sender<Result<(), String>>),
 }
 
@@ -126,6 +129,16 @@ impl TextIndex {
         self.pending.fetch_add(1, Ordering::SeqCst);
         self.ops
             .send(Op::Delete { key })
+            .map_err(|_| TextIndexError::Stopped)
+    }
+
+    /// Queues the removal of every document of a lane.
+    pub fn delete_lane(&self, lane: &str) -> Result<(), TextIndexError> {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        self.ops
+            .send(Op::DeleteLane {
+                lane: lane.to_string(),
+            })
             .map_err(|_| TextIndexError::Stopped)
     }
 
@@ -284,6 +297,11 @@ fn run_indexer(
                     dirty = true;
                     writes += 1;
                     writer.delete_term(Term::from_field_u64(fields.key, key));
+                }
+                Op::DeleteLane { lane } => {
+                    dirty = true;
+                    writes += 1;
+                    writer.delete_term(Term::from_field_text(fields.lane, &lane));
                 }
                 Op::Flush(done) => waiting.push(done),
             }

@@ -22,6 +22,28 @@ impl Gate {
         Gate { store }
     }
 
+    /// The workspace a request will act in, as far as it can be told before the request is
+    /// served (a cluster routes by it): a key's or connector's own, else the one named, else a
+    /// signed-in user's only workspace. `None` when that takes the request itself to decide
+    /// (the service then answers as [`Gate::enter`] does). Nothing is authorised here.
+    pub async fn home(&self, identity: &Identity, named: Option<Uuid>) -> Result<Option<Uuid>> {
+        match identity {
+            Identity::Key { workspace_id, .. } | Identity::Token { workspace_id, .. } => {
+                Ok(Some(*workspace_id))
+            }
+            Identity::User { user_id, .. } => match named {
+                Some(named) => Ok(Some(named)),
+                None => {
+                    let memberships = self.store.memberships(*user_id).await?;
+                    Ok(match memberships.as_slice() {
+                        [only] => Some(only.workspace_id),
+                        _ => None,
+                    })
+                }
+            },
+        }
+    }
+
     /// The caller acting in the requested workspace, when their role there allows `need`.
     /// `requested` is what the body, form or path names; the query string's `workspaceId`
     /// (`who.addressed`) must agree with it (else 400). A key or connector acts in its own

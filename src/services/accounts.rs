@@ -738,6 +738,11 @@ impl AccountsService {
     }
 
     /// The limits of the open doors (the OAuth service shares them).
+    /// The role gate (the cluster's router asks it which workspace a request acts in).
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
     pub fn doors(&self) -> Arc<Doors> {
         self.doors.clone()
     }

@@ -152,10 +152,11 @@ pub trait Store:
     async fn current_memories_by_ids(&self, lane: &Lane, ids: &[Uuid]) -> StoreResult<Vec<Memory>>;
 
     // Search indexes and embeddings.
-    /// Current, live memories of every workspace with `seq > after_seq`, in `seq` order, with
-    /// their stored vectors (index rebuilds, re-embedding).
+    /// Current, live memories of one workspace (or of every one) with `seq > after_seq`, in
+    /// `seq` order, with their stored vectors (index rebuilds, re-embedding).
     async fn current_memories_page(
         &self,
+        workspace: Option<Uuid>,
         after_seq: i64,
         limit: i64,
     ) -> StoreResult<Vec<IndexedMemory>>;

@@ -797,15 +797,17 @@ macro_rules! sql_store {
                     .collect())
             }
 
-            async fn current_memories_page(&self, after_seq: i64, limit: i64) -> StoreResult<Vec<IndexedMemory>> {
+            async fn current_memories_page(&self, workspace: Option<Uuid>, after_seq: i64, limit: i64) -> StoreResult<Vec<IndexedMemory>> {
                 let rows = sqlx::query_as::<$db, IndexRow>(concat!(
                     "SELECT m.seq, ",
                     memory_columns_m!(),
                     ", v.model, v.vector FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id \
-                     WHERE m.seq > $1 AND m.is_current AND m.deleted_at IS NULL ORDER BY m.seq LIMIT $2"
+                     WHERE m.seq > $1 AND ($3 IS NULL OR m.workspace_id = $3) AND m.is_current \
+                     AND m.deleted_at IS NULL ORDER BY m.seq LIMIT $2"
                 ))
                 .bind(after_seq)
                 .bind(limit)
+                .bind(workspace)
                 .fetch_all(&self.pool)
                 .await?;
                 rows.into_iter()

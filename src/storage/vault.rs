@@ -217,11 +217,18 @@ pub trait VaultStore: Send + Sync + 'static {
         explanation: Option<&str>,
         at_micros: i64,
     ) -> StoreResult<bool>;
-    // Index rebuilds at start-up: every chunk / live memory with a vector, after `after`
-    // (ordered by id), `limit` at a time.
-    async fn chunks_page(&self, after: Option<Uuid>, limit: i64) -> StoreResult<Vec<IndexedChunk>>;
+    // Index rebuilds (at start-up, or of one workspace a cluster node takes): every chunk /
+    // live memory with a vector, of one workspace or of all, after `after` (ordered by id),
+    // `limit` at a time.
+    async fn chunks_page(
+        &self,
+        workspace: Option<Uuid>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> StoreResult<Vec<IndexedChunk>>;
     async fn vault_memories_page(
         &self,
+        workspace: Option<Uuid>,
         after: Option<Uuid>,
         limit: i64,
     ) -> StoreResult<Vec<IndexedVaultMemory>>;

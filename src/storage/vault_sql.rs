@@ -1505,28 +1505,32 @@ macro_rules! vault_sql {
 
             async fn chunks_page(
                 &self,
+                workspace: Option<Uuid>,
                 after: Option<Uuid>,
                 limit: i64,
             ) -> StoreResult<Vec<IndexedChunk>> {
+                // `$1`: the workspace, or NULL for every one; `$2` the limit, `$3` the id to continue after.
                 const SELECT: &str = concat!(
                     "SELECT ",
                     chunk_columns!(),
                     ", c.vector, c.piece_vectors FROM vault_chunks c JOIN vault_documents d ON d.id = c.document_id \
-                     WHERE c.vector IS NOT NULL"
+                     WHERE c.vector IS NOT NULL AND ($1 IS NULL OR c.workspace_id = $1)"
                 );
                 let rows: Vec<IndexedChunkRow> = match after {
                     None => {
-                        let sql = format!("{SELECT} ORDER BY c.id LIMIT $1");
+                        let sql = format!("{SELECT} ORDER BY c.id LIMIT $2");
                         sqlx::query_as::<$db, IndexedChunkRow>(sqlx::AssertSqlSafe(sql))
+                            .bind(workspace)
                             .bind(limit)
                             .fetch_all(&self.pool)
                             .await?
                     }
                     Some(after) => {
-                        let sql = format!("{SELECT} AND c.id > $1 ORDER BY c.id LIMIT $2");
+                        let sql = format!("{SELECT} AND c.id > $3 ORDER BY c.id LIMIT $2");
                         sqlx::query_as::<$db, IndexedChunkRow>(sqlx::AssertSqlSafe(sql))
-                            .bind(after)
+                            .bind(workspace)
                             .bind(limit)
+                            .bind(after)
                             .fetch_all(&self.pool)
                             .await?
                     }
@@ -1536,27 +1540,32 @@ macro_rules! vault_sql {
 
             async fn vault_memories_page(
                 &self,
+                workspace: Option<Uuid>,
                 after: Option<Uuid>,
                 limit: i64,
             ) -> StoreResult<Vec<IndexedVaultMemory>> {
+                // `$1`: the workspace, or NULL for every one; `$2` the limit, `$3` the id to continue after.
                 const SELECT: &str = concat!(
                     "SELECT ",
                     vault_memory_columns!(),
-                    ", vector FROM vault_memories WHERE NOT flagged_wrong"
+                    ", vector FROM vault_memories WHERE NOT flagged_wrong \
+                     AND ($1 IS NULL OR workspace_id = $1)"
                 );
                 let rows: Vec<IndexedVaultMemoryRow> = match after {
                     None => {
-                        let sql = format!("{SELECT} ORDER BY id LIMIT $1");
+                        let sql = format!("{SELECT} ORDER BY id LIMIT $2");
                         sqlx::query_as::<$db, IndexedVaultMemoryRow>(sqlx::AssertSqlSafe(sql))
+                            .bind(workspace)
                             .bind(limit)
                             .fetch_all(&self.pool)
                             .await?
                     }
                     Some(after) => {
-                        let sql = format!("{SELECT} AND id > $1 ORDER BY id LIMIT $2");
+                        let sql = format!("{SELECT} AND id > $3 ORDER BY id LIMIT $2");
                         sqlx::query_as::<$db, IndexedVaultMemoryRow>(sqlx::AssertSqlSafe(sql))
-                            .bind(after)
+                            .bind(workspace)
                             .bind(limit)
+                            .bind(after)
                             .fetch_all(&self.pool)
                             .await?
                     }

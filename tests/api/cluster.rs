@@ -11,7 +11,8 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::{fresh_database, postgres_url, test_settings};
+use crate::cli::{admin, memvault};
+use crate::helpers::{fresh_database, postgres_url, test_settings, TestDb};
 
 const TTL: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_millis(300);
@@ -255,4 +256,213 @@ async fn a_cluster_needs_postgresql() {
         .err()
         .expect("SQLite refused as a cluster");
     assert!(error.to_string().contains("PostgreSQL"), "{error}");
+}
+
+// ----- nodes: `memvault serve` processes on loopback, one PostgreSQL database ---------------
+
+const SECRET: &str = "a-cluster-secret-for-tests";
+
+/// A node process (killed when dropped).
+struct Node {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Starts a node and waits until it is ready; its log goes to `dir/node-PORT.log`.
+async fn start_node(db: &TestDb, dir: &std::path::Path) -> Node {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let log = std::fs::File::create(dir.join(format!("node-{port}.log"))).expect("log file");
+    let child = memvault(db, dir)
+        .arg("serve")
+        .env("MEMVAULT_LISTEN", format!("127.0.0.1:{port}"))
+        .env("MEMVAULT_NODE_URL", &url)
+        .env("MEMVAULT_CLUSTER_SECRET", SECRET)
+        .env("MEMVAULT_CLUSTER__LEASE_TTL_MS", "2000")
+        .env("MEMVAULT_CLUSTER__HEARTBEAT_MS", "300")
+        .env("MEMVAULT_LOG_LEVEL", "info")
+        .env("MEMVAULT_WORKER__DIR", dir.join(format!("workers-{port}")))
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start a node");
+    let node = Node { child, url };
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(r) = client.get(format!("{}/readyz", node.url)).send().await {
+            if r.status() == 200 {
+                return node;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node {} did not become ready (log in {})",
+            node.url,
+            dir.display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+struct Cluster {
+    db: TestDb,
+    dir: tempfile::TempDir,
+    nodes: Vec<Node>,
+    client: reqwest::Client,
+}
+
+impl Cluster {
+    async fn start(n: usize) -> Option<Cluster> {
+        postgres_url()?;
+        let db = fresh_database().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut nodes = Vec::new();
+        for _ in 0..n {
+            nodes.push(start_node(&db, dir.path()).await);
+        }
+        Some(Cluster {
+            db,
+            dir,
+            nodes,
+            client: reqwest::Client::new(),
+        })
+    }
+
+    /// A new workspace on `plan`: its API key.
+    fn workspace(&self, plan: &str) -> String {
+        let (ok, created, stderr) = admin(
+            &self.db,
+            self.dir.path(),
+            &["create-workspace", "--name", "Acme", "--plan", plan],
+        );
+        assert!(ok, "{stderr}");
+        created["apiKey"].as_str().expect("apiKey").to_string()
+    }
+
+    fn node(&self, i: usize) -> &Node {
+        &self.nodes[i % self.nodes.len()]
+    }
+
+    fn request(
+        &self,
+        i: usize,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+    ) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.node(i).url))
+            .header("X-API-Key", key)
+    }
+}
+
+fn served_by(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("x-memvault-node")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Three nodes serve one workspace as one service: a memory saved through any node is read and
+/// found through every node, always by the same owner; rate limits count across nodes.
+#[tokio::test]
+async fn three_nodes_serve_a_workspace_as_one() {
+    let Some(cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let key = cluster.workspace("pro");
+    let mut ids = Vec::new();
+    let mut owners = std::collections::BTreeSet::new();
+    for (i, fact) in [
+        "I live in Lisbon",
+        "my dog is called Pixel",
+        "I work at Globex on rockets",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let response = cluster
+            .request(i, reqwest::Method::POST, "/api/memories", &key)
+            .json(&serde_json::json!({"content": fact, "scope": "u1"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "save through node {i}");
+        owners.insert(served_by(&response));
+        let body: serde_json::Value = response.json().await.unwrap();
+        ids.push(body["memory"]["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(owners.len(), 1, "one owner answered every save: {owners:?}");
+    for i in 0..3 {
+        for id in &ids {
+            let response = cluster
+                .request(
+                    i,
+                    reqwest::Method::GET,
+                    &format!("/api/memories/{id}?scope=u1"),
+                    &key,
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "read {id} through node {i}");
+            assert!(owners.contains(&served_by(&response)));
+        }
+        let response = cluster
+            .request(
+                i,
+                reqwest::Method::GET,
+                "/api/memories/search?q=which+city+do+I+live+in&scope=u1",
+                &key,
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(
+            body["results"][0]["id"],
+            ids[0].as_str(),
+            "search through node {i}: {body}"
+        );
+    }
+
+    // Rate limits are exact across nodes: 40 parallel saves on free, spread over the nodes.
+    let free = cluster.workspace("free");
+    let mut saves = Vec::new();
+    for i in 0..40 {
+        let request = cluster
+            .request(i, reqwest::Method::POST, "/api/memories", &free)
+            .json(&serde_json::json!({"content": format!("parallel fact number {i}")}));
+        saves.push(tokio::spawn(async move {
+            request.send().await.map(|r| r.status().as_u16())
+        }));
+    }
+    let mut statuses = std::collections::BTreeMap::new();
+    for save in saves {
+        *statuses.entry(save.await.unwrap().unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        std::collections::BTreeMap::from([(201, 30), (429, 10)]),
+        "{statuses:?}"
+    );
 }

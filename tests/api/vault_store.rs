@@ -735,7 +735,7 @@ async fn chunk_vectors_are_stored_once() {
         .await
         .unwrap()
         .is_empty());
-    let page = env.store.chunks_page(None, 100).await.unwrap();
+    let page = env.store.chunks_page(None, None, 100).await.unwrap();
     assert_eq!(page.len(), 3, "only chunks with a vector");
     assert!(page
         .iter()
@@ -983,7 +983,11 @@ async fn an_equal_company_fact_is_not_stored_twice() {
         .unwrap();
     assert!(created, "another scope is another lane");
     assert_eq!(scoped.scope, "team-a");
-    let page = env.store.vault_memories_page(None, 100).await.unwrap();
+    let page = env
+        .store
+        .vault_memories_page(None, None, 100)
+        .await
+        .unwrap();
     assert_eq!(page.len(), 3);
     assert!(page
         .iter()
@@ -1046,7 +1050,7 @@ async fn feedback_counts_and_wrong_hides() {
         .collect();
     assert_eq!(read.len(), 3);
     assert_eq!(flagged, std::collections::HashSet::from([wrong, outdated]));
-    let page = store.vault_memories_page(None, 100).await.unwrap();
+    let page = store.vault_memories_page(None, None, 100).await.unwrap();
     assert_eq!(
         page.iter().map(|m| m.memory.id).collect::<Vec<_>>(),
         vec![kept]
@@ -1177,7 +1181,7 @@ async fn index_pages_cover_everything_once() {
     let mut seen = Vec::new();
     let mut after = None;
     loop {
-        let page = env.store.chunks_page(after, 2).await.unwrap();
+        let page = env.store.chunks_page(None, after, 2).await.unwrap();
         if page.is_empty() {
             break;
         }
@@ -1193,7 +1197,7 @@ async fn index_pages_cover_everything_once() {
     let mut seen = Vec::new();
     let mut after = None;
     loop {
-        let page = env.store.vault_memories_page(after, 3).await.unwrap();
+        let page = env.store.vault_memories_page(None, after, 3).await.unwrap();
         if page.is_empty() {
             break;
         }

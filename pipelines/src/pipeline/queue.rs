@@ -66,6 +66,14 @@ impl FairQueue {
         true
     }
 
+    /// Takes every document of a workspace out of the queue; returns how many.
+    pub fn remove_workspace(&mut self, workspace: Uuid) -> usize {
+        let removed = self.waiting.remove(&workspace).map_or(0, |docs| docs.len());
+        self.turns.retain(|w| *w != workspace);
+        self.len -= removed;
+        removed
+    }
+
     /// The next document to start: the first workspace in turn order that runs fewer than
     /// `per_workspace` documents (`running` counts them) gives its oldest document and goes to
     /// the end of the turns.
@@ -161,5 +169,21 @@ mod tests {
         assert_eq!(queue.next(&running, 1).unwrap().id, docs[2]);
         assert!(queue.is_empty());
         assert_eq!(queue.next(&running, 1), None);
+    }
+
+    #[test]
+    fn a_released_workspace_leaves_the_queue_and_its_turn() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut queue = FairQueue::default();
+        let docs = ids(3);
+        push(&mut queue, a, docs[0]);
+        push(&mut queue, b, docs[1]);
+        push(&mut queue, a, docs[2]);
+        assert_eq!(queue.remove_workspace(a), 2);
+        assert_eq!(queue.remove_workspace(a), 0);
+        assert_eq!(queue.len(), 1);
+        let next = queue.next(&HashMap::new(), 1).unwrap();
+        assert_eq!((next.workspace, next.id), (b, docs[1]));
+        assert!(queue.is_empty() && queue.next(&HashMap::new(), 1).is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! stale, and decides what an ended generation means: completed, failed for good, or retried
 //! after a capped exponential backoff. It is the only writer of a document's status.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +36,8 @@ enum Ending {
     Stale(String),
     Killed(String),
     Cancelled,
+    /// The workspace moved to another node of a cluster: nothing is recorded here.
+    Released,
 }
 
 impl Ending {
@@ -44,7 +46,7 @@ impl Ending {
         match self {
             Ending::Stale(message) => Some((FailureReason::Stale, message)),
             Ending::Killed(message) => Some((FailureReason::Killed, message)),
-            Ending::Cancelled => None,
+            Ending::Cancelled | Ending::Released => None,
         }
     }
 }
@@ -76,7 +78,8 @@ pub struct SupervisorState {
     queue: FairQueue,
     running: HashMap<ActorId, Generation>,
     /// Waiting for a retry's backoff.
-    waiting: HashSet<Uuid>,
+    /// Documents waiting for a retry's backoff, with their workspace.
+    waiting: HashMap<Uuid, Uuid>,
     stats: IngestStats,
 }
 
@@ -108,6 +111,13 @@ pub enum SupervisorMsg {
         workspace: Uuid,
         attempt: u32,
     },
+    /// Drop every document of a workspace, running, queued or waiting, without recording
+    /// anything: the workspace moved to another node of a cluster, which resumes them from
+    /// storage. Answers how many were dropped.
+    Release {
+        workspace: Uuid,
+        reply: RpcReplyPort<usize>,
+    },
     /// Kill generations whose progress went stale (sent on an interval).
     CheckStale,
     GetStats(RpcReplyPort<IngestStats>),
@@ -115,7 +125,7 @@ pub enum SupervisorMsg {
 
 impl SupervisorState {
     fn is_known(&self, id: Uuid) -> bool {
-        self.waiting.contains(&id)
+        self.waiting.contains_key(&id)
             || self.queue.contains(id)
             || self.running.values().any(|g| g.id == id)
     }
@@ -183,7 +193,7 @@ impl SupervisorState {
             },
         )
         .await;
-        self.waiting.insert(id);
+        self.waiting.insert(id, workspace);
         myself.send_after(delay, move || SupervisorMsg::Retry {
             id,
             workspace,
@@ -378,7 +388,7 @@ impl Actor for IngestSupervisor {
             config: Arc::new(args.config),
             queue: FairQueue::default(),
             running: HashMap::new(),
-            waiting: HashSet::new(),
+            waiting: HashMap::new(),
             stats: IngestStats::default(),
         })
     }
@@ -433,7 +443,7 @@ impl Actor for IngestSupervisor {
                 attempt,
             } => {
                 // Gone from `waiting`: cancelled during the backoff.
-                if state.waiting.remove(&id) {
+                if state.waiting.remove(&id).is_some() {
                     state.queue.push(Queued {
                         workspace,
                         id,
@@ -442,7 +452,7 @@ impl Actor for IngestSupervisor {
                 }
             }
             SupervisorMsg::Cancel { id, reply } => {
-                let mut found = state.waiting.remove(&id);
+                let mut found = state.waiting.remove(&id).is_some();
                 found |= state.queue.remove(id);
                 let mut attempts = 0;
                 if let Some(generation) = state.running_of(id) {
@@ -465,6 +475,20 @@ impl Actor for IngestSupervisor {
                         .await;
                 }
                 let _ = reply.send(found);
+            }
+            SupervisorMsg::Release { workspace, reply } => {
+                let mut dropped = state.queue.remove_workspace(workspace);
+                let before = state.waiting.len();
+                state.waiting.retain(|_, w| *w != workspace);
+                dropped += before - state.waiting.len();
+                for generation in state.running.values_mut() {
+                    if generation.workspace == workspace && generation.ending.is_none() {
+                        generation.ending = Some(Ending::Released);
+                        generation.actor.kill();
+                        dropped += 1;
+                    }
+                }
+                let _ = reply.send(dropped);
             }
             SupervisorMsg::Kill { id, reply } => {
                 let killed = match state.running_of(id) {
@@ -606,6 +630,17 @@ impl Ingestion {
         Ok(self
             .supervisor
             .call(|reply| SupervisorMsg::Cancel { id, reply }, self.timeout)
+            .await?)
+    }
+
+    /// Drops every document of a workspace that moved to another node (nothing recorded).
+    pub async fn release(&self, workspace: Uuid) -> Result<usize, IngestionUnavailable> {
+        Ok(self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Release { workspace, reply },
+                self.timeout,
+            )
             .await?)
     }
 

@@ -20,6 +20,7 @@
 //! What "held in memory" means is the [`Residency`] the services provide: a workspace's
 //! indexes, its actor, its background work.
 
+pub mod auth;
 pub mod placement;
 
 use std::collections::{HashMap, HashSet};
@@ -464,5 +465,33 @@ impl Cluster {
 impl memvault_actors::Beat for Cluster {
     async fn beat(&self) -> std::result::Result<(), String> {
         self.round().await.map_err(|e| e.to_string())
+    }
+}
+
+/// What a node holds for a workspace it serves: the memories' and the vault's indexes, its
+/// actor, its long-note jobs and its documents in ingestion.
+pub struct ServedWorkspaces {
+    pub memories: crate::services::MemoryService,
+    pub vault: Arc<crate::services::vault::VaultService>,
+}
+
+#[async_trait]
+impl Residency for ServedWorkspaces {
+    async fn load(&self, workspace: Uuid) -> Result<()> {
+        let memories = self.memories.load_workspace(workspace).await?;
+        let (chunks, facts) = self.vault.load_workspace(workspace).await?;
+        tracing::info!(
+            %workspace,
+            memories = memories.indexed,
+            chunks,
+            vault_memories = facts,
+            "workspace indexes rebuilt from the database"
+        );
+        Ok(())
+    }
+
+    async fn unload(&self, workspace: Uuid) {
+        self.memories.unload_workspace(workspace);
+        self.vault.unload_workspace(workspace).await;
     }
 }

@@ -127,7 +127,7 @@ impl MemoryService {
         })
     }
 
-    fn submit_job(&self, id: Uuid) {
+    pub(crate) fn submit_job(&self, id: Uuid) {
         match self.jobs.get() {
             Some(jobs) => {
                 // Stored already: the supervisor's recovery resubmits it once it is back.

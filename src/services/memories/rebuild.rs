@@ -26,13 +26,44 @@ pub struct RebuildReport {
 impl MemoryService {
     /// Indexes every current memory of the database; with `force`, re-embeds them all.
     pub async fn rebuild_indexes(&self, force: bool) -> Result<RebuildReport> {
+        self.rebuild(None, force).await
+    }
+
+    /// Makes a workspace this cluster node just took servable: its indexes rebuilt from the
+    /// database, its unfinished long-note jobs resumed.
+    pub async fn load_workspace(&self, workspace_id: Uuid) -> Result<RebuildReport> {
+        self.engine
+            .drop_workspace(workspace_id)
+            .map_err(search_error)?;
+        let report = self.rebuild(Some(workspace_id), false).await?;
+        for job in self.store.unfinished_jobs().await? {
+            if job.workspace_id == workspace_id {
+                self.submit_job(job.id);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Forgets what this node held for a workspace that moved to another node: its indexes
+    /// and its actor (rate windows, counts, cached profiles).
+    pub fn unload_workspace(&self, workspace_id: Uuid) {
+        if let Err(error) = self.engine.drop_workspace(workspace_id) {
+            tracing::warn!(%workspace_id, %error, "cannot drop a workspace's indexes");
+        }
+        self.workspaces.evict(workspace_id);
+    }
+
+    async fn rebuild(&self, workspace: Option<Uuid>, force: bool) -> Result<RebuildReport> {
         let started = Instant::now();
         let model = self.embeddings.model().to_string();
         let dims = self.embeddings.dimensions();
         let mut report = RebuildReport::default();
         let mut after = 0;
         loop {
-            let page = self.store.current_memories_page(after, PAGE).await?;
+            let page = self
+                .store
+                .current_memories_page(workspace, after, PAGE)
+                .await?;
             let Some(last) = page.last() else { break };
             after = last.seq;
             let (ready, stale): (Vec<IndexedMemory>, Vec<IndexedMemory>) =

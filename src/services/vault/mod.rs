@@ -274,7 +274,15 @@ impl VaultService {
     /// resumes as the next one, so a document that takes the whole server down every time ends
     /// `failed` after its attempts instead of crashing every restart.
     pub async fn resume(&self) -> Result<usize> {
-        let unfinished = self.store.unfinished_documents().await?;
+        self.resume_of(None).await
+    }
+
+    /// Like [`VaultService::resume`], for one workspace (or all).
+    async fn resume_of(&self, workspace: Option<Uuid>) -> Result<usize> {
+        let mut unfinished = self.store.unfinished_documents().await?;
+        if let Some(workspace) = workspace {
+            unfinished.retain(|d| d.workspace_id == workspace);
+        }
         let ingestion = self.ingestion()?;
         for document in &unfinished {
             let attempt = match document.status {
@@ -298,13 +306,51 @@ impl VaultService {
         Ok(())
     }
 
+    /// Makes a workspace this cluster node just took servable: its vault indexes rebuilt from
+    /// the database, its unfinished documents resumed.
+    pub async fn load_workspace(&self, workspace_id: Uuid) -> Result<(usize, usize)> {
+        self.drop_indexes(workspace_id);
+        let rebuilt = self.rebuild(Some(workspace_id)).await?;
+        self.resume_of(Some(workspace_id)).await?;
+        Ok(rebuilt)
+    }
+
+    /// Forgets what this node held for a workspace that moved: its vault indexes, and the
+    /// documents it was ingesting (stopped here; the new owner resumes them from storage).
+    pub async fn unload_workspace(&self, workspace_id: Uuid) {
+        self.drop_indexes(workspace_id);
+        if let Ok(ingestion) = self.ingestion() {
+            match ingestion.release(workspace_id).await {
+                Ok(dropped) if dropped > 0 => {
+                    tracing::info!(%workspace_id, documents = dropped, "documents left to the workspace's new owner")
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%workspace_id, %error, "cannot release a moved workspace's documents")
+                }
+            }
+        }
+    }
+
+    fn drop_indexes(&self, workspace_id: Uuid) {
+        for engine in [&self.indexes.chunks, &self.indexes.memories] {
+            if let Err(error) = engine.drop_workspace(workspace_id) {
+                tracing::warn!(%workspace_id, %error, "cannot drop a workspace's vault indexes");
+            }
+        }
+    }
+
     /// Rebuilds the vault's indexes from the database (start-up). Returns (chunks, memories).
     pub async fn rebuild_indexes(&self) -> Result<(usize, usize)> {
+        self.rebuild(None).await
+    }
+
+    async fn rebuild(&self, workspace: Option<Uuid>) -> Result<(usize, usize)> {
         const PAGE: i64 = 1_000;
         let (mut chunks, mut memories) = (0, 0);
         let mut after = None;
         loop {
-            let page = self.store.chunks_page(after, PAGE).await?;
+            let page = self.store.chunks_page(workspace, after, PAGE).await?;
             let Some(last) = page.last() else { break };
             after = Some(last.chunk.id);
             chunks += page.len();
@@ -318,7 +364,10 @@ impl VaultService {
         }
         let mut after = None;
         loop {
-            let page = self.store.vault_memories_page(after, PAGE).await?;
+            let page = self
+                .store
+                .vault_memories_page(workspace, after, PAGE)
+                .await?;
             let Some(last) = page.last() else { break };
             after = Some(last.memory.id);
             memories += page.len();
