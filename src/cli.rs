@@ -72,6 +72,9 @@ pub enum Admin {
     },
     /// Re-embed every current memory with the configured model (after a model change).
     Reembed,
+    /// The nodes of a cluster (PostgreSQL): each one's URL, heartbeat, state and how many
+    /// workspaces it owns, as JSON.
+    Cluster,
 }
 
 pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
@@ -107,6 +110,36 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 eprintln!();
             }
             println!("{}", serde_json::to_string(&report)?);
+            Ok(())
+        }
+        Command::Admin(Admin::Cluster) => {
+            anyhow::ensure!(
+                settings.is_postgres(),
+                "a cluster runs on PostgreSQL: set DATABASE_URL=postgres://..."
+            );
+            let pool = sqlx::PgPool::connect(&settings.database_url())
+                .await
+                .context("cannot open the database")?;
+            let nodes = storage::cluster::ClusterStore::new(pool).nodes().await?;
+            let now = chrono::Utc::now().timestamp_micros();
+            let shown: Vec<_> = nodes
+                .iter()
+                .map(|n| {
+                    json!({
+                        "id": n.id,
+                        "url": n.url,
+                        "state": if !n.alive { "dead" } else if n.draining { "draining" } else { "serving" },
+                        "heartbeatAgeMs": (now - n.heartbeat_at) / 1000,
+                        "upMs": n.age_ms,
+                        "workspaces": n.workspaces,
+                        "revivals": n.revivals,
+                    })
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"nodes": shown}))?
+            );
             Ok(())
         }
         Command::Admin(Admin::Reembed) => {
@@ -177,6 +210,8 @@ async fn open_store(settings: &Settings) -> anyhow::Result<std::sync::Arc<dyn st
 async fn offline_app(settings: &Settings, skip_index_rebuild: bool) -> anyhow::Result<Application> {
     let mut settings = settings.clone();
     settings.listen = "127.0.0.1:0".parse().expect("a literal address");
+    // A command is never a cluster node, even where MEMVAULT_NODE_URL is set for the server.
+    settings.node_url = None;
     Application::build_with(
         &settings,
         Overrides {

@@ -25,11 +25,13 @@ pub enum StorageError {
 
 impl StorageError {
     /// A write refused by the cluster's fence (SQLSTATE `MV001`, raised by `memvault_fence`):
-    /// this node no longer holds the workspace's lease, and nothing was written.
+    /// this node no longer holds the workspace's lease; or a transaction that this node left
+    /// idle past the lease (it was paused) and PostgreSQL ended (`25P03`). Nothing was written
+    /// either way.
     pub fn is_fenced(&self) -> bool {
         match self {
             StorageError::Database(sqlx::Error::Database(db)) => {
-                db.code().as_deref() == Some("MV001")
+                matches!(db.code().as_deref(), Some("MV001" | "25P03"))
             }
             _ => false,
         }

@@ -28,6 +28,7 @@ use crate::search::vectors::VectorConfig;
 use crate::search::SearchEngine;
 use crate::services::accounts::AccountsConfig;
 use crate::services::billing::BillingService;
+use crate::services::cluster::events::{listen, Events};
 use crate::services::cluster::{Cluster, ClusterConfig, ServedWorkspaces};
 use crate::services::memories::{MemoryDeps, NoteJobs, Tuning};
 use crate::services::oauth::OAuthService;
@@ -81,6 +82,8 @@ pub struct Application {
     mcp_shutdown: CancellationToken,
     /// This node's membership, in a cluster: it hands its workspaces over before it stops.
     cluster: Option<Arc<Cluster>>,
+    /// The task applying the other nodes' announcements.
+    listening: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// This process as a cluster node, when `node_url` is set: its new id, its URL and the secret.
@@ -422,20 +425,33 @@ impl Application {
                 url::Url::parse(raw).with_context(|| format!("public_url '{raw}' is not a URL"))?,
             ),
         };
+        let events = Events::default();
         let accounts = AccountsService::new(
             store.clone(),
             Some(workspaces.clone()),
             accounts_config(settings),
-        );
+        )
+        .with_events(events.clone());
         let (provider, webhook_secret) = billing_provider(settings, store.clone())?;
-        let billing = Arc::new(BillingService::new(
-            store.clone(),
-            Some(workspaces.clone()),
-            provider,
-            settings.plan_table(),
-            webhook_secret,
-            settings.billing_webhook_tolerance_secs,
-        ));
+        let billing = Arc::new(
+            BillingService::new(
+                store.clone(),
+                Some(workspaces.clone()),
+                provider,
+                settings.plan_table(),
+                webhook_secret,
+                settings.billing_webhook_tolerance_secs,
+            )
+            .with_events(events.clone()),
+        );
+        // A cluster node announces key and plan changes, and applies the others'.
+        let listening = cluster.as_ref().map(|cluster| {
+            events.attach(cluster.store().clone());
+            let accounts = accounts.clone();
+            listen(cluster.store().clone(), move |event| {
+                accounts.apply_cluster_event(event)
+            })
+        });
         let liveness = crate::services::liveness::Liveness::new(root.clone());
         let state = AppState {
             liveness: liveness.clone(),
@@ -521,6 +537,7 @@ impl Application {
             gave_up,
             mcp_shutdown,
             cluster,
+            listening,
         })
     }
 
@@ -607,6 +624,9 @@ impl Application {
         })
         .await?;
         tracing::info!("in-flight requests finished, stopping");
+        if let Some(listening) = self.listening {
+            listening.abort();
+        }
         self.root.shutdown(ACTOR_STOP_GRACE).await;
         let _ = tokio::time::timeout(ACTOR_STOP_GRACE, self.root_task).await;
         self.store.close().await;

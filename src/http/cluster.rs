@@ -62,7 +62,15 @@ impl ClusterRouting {
 /// The header naming the node that served a request (on every answer of a cluster node).
 pub const NODE_HEADER: HeaderName = HeaderName::from_static("x-memvault-node");
 
-/// Hop-by-hop headers (RFC 9110 7.6.1) are not relayed; nor is `host`.
+/// How many nodes a forwarded request has passed (set by the forwarding node; trusted only
+/// with a valid signature).
+const HOPS_HEADER: &str = "x-memvault-hops";
+/// A request is forwarded at most this many times: once to the owner a node knows of, and once
+/// more when that owner has just handed the workspace on.
+const MAX_HOPS: u8 = 2;
+
+/// Hop-by-hop headers (RFC 9110 7.6.1) are not relayed. `Host` is: the owner checks a signed-in
+/// request's `Origin` against the host the client addressed.
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
@@ -72,7 +80,6 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
     "transfer-encoding",
     "upgrade",
-    "host",
 ];
 
 /// Whether a path can touch a workspace (the rest is served where it arrives).
@@ -119,6 +126,12 @@ async fn dispatch(
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| request.uri().path().to_string());
+    let hops: u8 = request
+        .headers()
+        .get(HOPS_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let forwarded = match request.headers().get(FORWARDED_HEADER) {
         None => false,
         Some(value) => {
@@ -150,14 +163,17 @@ async fn dispatch(
             drop(serving);
             Ok(response)
         }
-        Route::Forward { url, .. } if forwarded => {
+        Route::Forward { url, .. } if forwarded && hops >= MAX_HOPS => {
             tracing::info!(%workspace, owner = %url, "a forwarded request reached a node that does not own its workspace");
             Err(Error::Busy {
                 message: "the workspace is moving between nodes; retry".to_string(),
                 retry_after: 1,
             })
         }
-        Route::Forward { url, node } => forward(routing, request, &url, node, &target).await,
+        Route::Forward { url, node } => {
+            let hops = if forwarded { hops.saturating_add(1) } else { 1 };
+            forward(routing, request, &url, node, &target, hops).await
+        }
     }
 }
 
@@ -247,6 +263,7 @@ async fn forward(
     url: &str,
     owner: Uuid,
     target: &str,
+    hops: u8,
 ) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
     let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
@@ -255,7 +272,10 @@ async fn forward(
         .client
         .request(method, format!("{}{}", url.trim_end_matches('/'), target));
     for (name, value) in &parts.headers {
-        if !HOP_BY_HOP.contains(&name.as_str()) && name.as_str() != FORWARDED_HEADER {
+        if !HOP_BY_HOP.contains(&name.as_str())
+            && name.as_str() != FORWARDED_HEADER
+            && name.as_str() != HOPS_HEADER
+        {
             outgoing = outgoing.header(name.as_str(), value.as_bytes());
         }
     }
@@ -267,6 +287,7 @@ async fn forward(
     );
     outgoing = outgoing
         .header(FORWARDED_HEADER, signature)
+        .header(HOPS_HEADER, hops.to_string())
         .body(reqwest::Body::wrap_stream(body.into_data_stream()));
     let answer = match outgoing.send().await {
         Ok(answer) => answer,

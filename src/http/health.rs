@@ -28,6 +28,34 @@ pub struct Readiness {
     pub parts: BTreeMap<String, String>,
     /// The parts that are not `ok`.
     pub failing: Vec<String>,
+    /// In a cluster: this node and the members it knows (absent on a single node).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterView>,
+}
+
+/// A cluster as one node sees it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterView {
+    /// This node's id.
+    pub node: uuid::Uuid,
+    /// Workspaces this node serves now.
+    pub serving: usize,
+    pub nodes: Vec<NodeView>,
+}
+
+/// A registered node.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    pub id: uuid::Uuid,
+    pub url: String,
+    /// `serving`, `draining` (handing its workspaces over) or `dead` (heartbeat expired).
+    pub state: &'static str,
+    /// Milliseconds since its last heartbeat.
+    pub heartbeat_age_ms: i64,
+    /// Workspaces whose lease names it.
+    pub workspaces: i64,
 }
 
 /// The process is up.
@@ -60,6 +88,38 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
             if child.alive { "ok" } else { "down" }.to_string(),
         );
     }
+    let cluster = match &state.cluster {
+        None => None,
+        Some(routing) => {
+            let cluster = &routing.cluster;
+            parts.insert(
+                "cluster".to_string(),
+                if cluster.alive() { "ok" } else { "down" }.to_string(),
+            );
+            let now = chrono::Utc::now().timestamp_micros();
+            let nodes = cluster.nodes().await.unwrap_or_default();
+            Some(ClusterView {
+                node: cluster.node(),
+                serving: cluster.owned().len(),
+                nodes: nodes
+                    .into_iter()
+                    .map(|n| NodeView {
+                        id: n.id,
+                        url: n.url,
+                        state: if !n.alive {
+                            "dead"
+                        } else if n.draining {
+                            "draining"
+                        } else {
+                            "serving"
+                        },
+                        heartbeat_age_ms: (now - n.heartbeat_at) / 1000,
+                        workspaces: n.workspaces,
+                    })
+                    .collect(),
+            })
+        }
+    };
     let failing: Vec<String> = parts
         .iter()
         .filter(|(_, v)| *v != "ok")
@@ -74,6 +134,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         },
         parts,
         failing,
+        cluster,
     };
     let status = if ready {
         StatusCode::OK

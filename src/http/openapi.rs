@@ -63,7 +63,7 @@ use crate::services::vault::{
         Category, Source, Rating, Ranking, MemoryType, VaultSearchMode, DocumentSourceType, PlanName,
         SearchHit, SearchResults, JobAccepted, JobView, JobPart, Profile,
         Graph, GraphNode, GraphLink, GraphMeta,
-        health::Health, health::Readiness,
+        health::Health, health::Readiness, health::ClusterView, health::NodeView,
         ChunkView, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
         DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentEventView, DocumentList,
         DocumentMemories, DocumentRef, DocumentView, EvidenceView, VaultCreated,

@@ -5,6 +5,7 @@
 //! and invitation tokens are random enough that their SHA-256 is the right hash; passwords are
 //! hashed with argon2id on a blocking thread.
 
+use super::cluster::events::{ClusterEvent, Events};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -564,9 +565,17 @@ pub struct AccountsService {
     /// A password hash to verify against when the email is unknown, so that an unknown email
     /// and a wrong password take the same time.
     decoy_hash: Arc<tokio::sync::OnceCell<String>>,
+    /// Where key and plan changes are announced to the other nodes of a cluster.
+    events: Events,
 }
 
 impl AccountsService {
+    /// Announces key and plan changes through `events` (a cluster node's).
+    pub fn with_events(mut self, events: Events) -> Self {
+        self.events = events;
+        self
+    }
+
     /// `workspaces` is `None` for the command line, which runs without actors.
     pub fn new(
         store: Arc<dyn Store>,
@@ -585,6 +594,7 @@ impl AccountsService {
             config,
             keys,
             decoy_hash: Arc::new(tokio::sync::OnceCell::new()),
+            events: Events::default(),
         }
     }
 
@@ -684,9 +694,23 @@ impl AccountsService {
     }
 
     /// Forgets cached keys (after a revocation or a member change, so that it applies to the
-    /// next request).
+    /// next request), here and on every other node of a cluster.
     fn forget_cached_keys(&self) {
         self.keys.invalidate_all();
+        self.events.publish(ClusterEvent::KeysChanged);
+    }
+
+    /// Applies an event announced by another node of the cluster (`None`: some may have been
+    /// missed, so every cached key is forgotten).
+    pub fn apply_cluster_event(&self, event: Option<ClusterEvent>) {
+        match event {
+            Some(ClusterEvent::KeysChanged) | None => self.keys.invalidate_all(),
+            Some(ClusterEvent::PlanChanged { workspace, plan }) => {
+                if let Some(workspaces) = &self.workspaces {
+                    workspaces.plan_changed(workspace, plan);
+                }
+            }
+        }
     }
 
     fn signed_in_user(who: &Principal, what: &str) -> Result<(Uuid, Uuid)> {
@@ -883,8 +907,8 @@ impl AccountsService {
 
     // ----- workspaces -------------------------------------------------------------------------
 
-    /// Inserts a workspace owned by `user`, with its default vault; a slug clash on a slug
-    /// made from the name gets a short suffix.
+    /// Inserts a workspace owned by `user`; a slug clash on a slug made from the name gets a
+    /// short suffix.
     async fn insert_owned_workspace(
         &self,
         user: &User,
@@ -923,8 +947,9 @@ impl AccountsService {
                 .insert_workspace_with_owner(&workspace, &owner)
                 .await
             {
+                // The default vault is made on the workspace's first vault request (by its
+                // owner node, in a cluster: this node may not own the new workspace).
                 Ok(()) => {
-                    self.store.default_vault(id).await?;
                     return Ok(Membership {
                         workspace_id: id,
                         name: workspace.name,
@@ -1066,7 +1091,6 @@ impl AccountsService {
                 .await
             {
                 Ok(()) => {
-                    self.store.default_vault(id).await?;
                     return Ok((workspace, key.raw));
                 }
                 Err(StorageError::UniqueViolation) if attempt == 0 => continue,
@@ -1090,11 +1114,15 @@ impl AccountsService {
         Ok(())
     }
 
-    /// Tells the workspace's actor about a plan already stored.
+    /// Tells the workspace's actor about a plan already stored (wherever it runs).
     pub fn plan_changed(&self, workspace_id: Uuid, plan: Plan) {
         if let Some(workspaces) = &self.workspaces {
             workspaces.plan_changed(workspace_id, plan);
         }
+        self.events.publish(ClusterEvent::PlanChanged {
+            workspace: workspace_id,
+            plan,
+        });
     }
 
     async fn admit(&self, caller: &Caller, class: EndpointClass) -> Result<()> {

@@ -5,6 +5,7 @@
 //! A plan change reaches the workspace's actor at once, so the next request has the new rate
 //! limits and memory limit.
 
+use super::cluster::events::{ClusterEvent, Events};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -236,9 +237,17 @@ pub struct BillingService {
     plans: PlanTable,
     webhook_secret: Option<WebhookSecret>,
     webhook_tolerance_secs: i64,
+    /// Where plan changes are announced to the other nodes of a cluster.
+    events: Events,
 }
 
 impl BillingService {
+    /// Announces plan changes through `events` (a cluster node's).
+    pub fn with_events(mut self, events: Events) -> Self {
+        self.events = events;
+        self
+    }
+
     pub fn new(
         store: Arc<dyn Store>,
         workspaces: Option<Workspaces>,
@@ -255,6 +264,7 @@ impl BillingService {
             plans,
             webhook_secret,
             webhook_tolerance_secs,
+            events: Events::default(),
         }
     }
 
@@ -474,6 +484,10 @@ impl BillingService {
         if let Some(workspaces) = &self.workspaces {
             workspaces.plan_changed(workspace_id, plan);
         }
+        self.events.publish(ClusterEvent::PlanChanged {
+            workspace: workspace_id,
+            plan,
+        });
     }
 
     // ----- the local provider's pages --------------------------------------------------------

@@ -297,6 +297,22 @@ impl ClusterStore {
         Ok(moved.map(|(epoch,)| epoch))
     }
 
+    /// Announces `payload` to every node listening (`listener`).
+    pub async fn notify(&self, payload: &str) -> StoreResult<()> {
+        sqlx::query("SELECT pg_notify('memvault_cluster', $1)")
+            .bind(payload)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A connection of its own that receives what `notify` announces.
+    pub async fn listener(&self) -> StoreResult<sqlx::postgres::PgListener> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen("memvault_cluster").await?;
+        Ok(listener)
+    }
+
     /// Drops `node`'s lease of `workspace` (no one to hand it to): the next node asked takes it.
     pub async fn release(&self, workspace: Uuid, node: Uuid) -> StoreResult<bool> {
         Ok(sqlx::query(

@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::cli::{admin, memvault};
-use crate::helpers::{fresh_database, postgres_url, test_settings, TestDb};
+use crate::helpers::{fresh_database, postgres_url, session_cookie_of, test_settings, TestDb};
 
 const TTL: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_millis(300);
@@ -295,6 +295,8 @@ async fn start_node(db: &TestDb, dir: &std::path::Path) -> Node {
         .env("MEMVAULT_CLUSTER__LEASE_TTL_MS", "2000")
         .env("MEMVAULT_CLUSTER__HEARTBEAT_MS", "300")
         .env("MEMVAULT_LOG_LEVEL", "info")
+        // Password hashes wait for a slot as long as they need on a busy test machine.
+        .env("MEMVAULT_ABUSE__PASSWORD_HASH_WAIT_MS", "60000")
         .env("MEMVAULT_WORKER__DIR", dir.join(format!("workers-{port}")))
         .stdout(std::process::Stdio::null())
         .stderr(log)
@@ -465,4 +467,451 @@ async fn three_nodes_serve_a_workspace_as_one() {
         std::collections::BTreeMap::from([(201, 30), (429, 10)]),
         "{statuses:?}"
     );
+}
+
+impl Cluster {
+    /// Which node answers for the workspace of `key` (its index), after one read.
+    async fn owner_of(&self, key: &str) -> usize {
+        let response = self
+            .request(0, reqwest::Method::GET, "/api/memories", key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let owner = served_by(&response);
+        for i in 0..self.nodes.len() {
+            if self.node_id(i).await == owner {
+                return i;
+            }
+        }
+        panic!("no node is {owner}")
+    }
+
+    /// A node's id (every answer of a cluster node names it; `/healthz` is served locally).
+    async fn node_id(&self, i: usize) -> String {
+        let response = self
+            .client
+            .get(format!("{}/healthz", self.node(i).url))
+            .send()
+            .await
+            .unwrap();
+        served_by(&response)
+    }
+
+    fn log_of(&self, i: usize) -> String {
+        let port = self.node(i).url.rsplit(':').next().unwrap().to_string();
+        std::fs::read_to_string(self.dir.path().join(format!("node-{port}.log")))
+            .unwrap_or_default()
+    }
+}
+
+/// What a writer saw: every acknowledged save's id, when the first acknowledgement after a
+/// moment came, and how many saves ended without an answer either way.
+#[derive(Default)]
+struct Writes {
+    acknowledged: Vec<(String, String)>,
+    acked_at: Vec<std::time::Instant>,
+    in_doubt: usize,
+}
+
+/// Saves unique memories through `nodes` in turn until `stop`.
+async fn write_until(
+    cluster: &Cluster,
+    key: &str,
+    nodes: &[usize],
+    stop: std::time::Instant,
+    prefix: &str,
+) -> Writes {
+    let mut writes = Writes::default();
+    let mut n = 0;
+    while std::time::Instant::now() < stop {
+        let node = nodes[n % nodes.len()];
+        let content = format!("{prefix} fact number {n}");
+        n += 1;
+        let sent = cluster
+            .request(node, reqwest::Method::POST, "/api/memories", key)
+            .timeout(Duration::from_secs(10))
+            .json(&serde_json::json!({"content": content}))
+            .send()
+            .await;
+        match sent {
+            Ok(response) if response.status() == 201 => {
+                let body: serde_json::Value = response.json().await.unwrap();
+                let id = body["memory"]["id"].as_str().unwrap().to_string();
+                writes.acknowledged.push((id, content));
+                writes.acked_at.push(std::time::Instant::now());
+            }
+            // Refused before anything was written (the workspace is moving, or its owner is
+            // unreachable): retried as a new save.
+            Ok(response) if response.status() == 503 => {}
+            Ok(response) => {
+                let status = response.status();
+                let body = response.text().await.unwrap_or_default();
+                let logs: String = (0..cluster.nodes.len())
+                    .map(|i| cluster.log_of(i))
+                    .flat_map(|log| {
+                        log.lines()
+                            .filter(|l| l.contains("ERROR") || l.contains("WARN"))
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                panic!("save through node {node}: {status} {body}\n{logs}")
+            }
+            Err(_) => writes.in_doubt += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    writes
+}
+
+/// Every acknowledged save reads back through node `i`.
+async fn assert_readable(cluster: &Cluster, key: &str, i: usize, writes: &Writes) {
+    for (id, content) in &writes.acknowledged {
+        let response = cluster
+            .request(i, reqwest::Method::GET, &format!("/api/memories/{id}"), key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            200,
+            "acknowledged save {id} read through node {i}"
+        );
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["content"], content.as_str());
+    }
+}
+
+/// kill -9 of a busy workspace's owner: saves through the other nodes succeed again within
+/// 15 s, and every acknowledged save is there.
+#[tokio::test]
+async fn a_killed_owners_workspace_moves_and_keeps_every_acknowledged_save() {
+    let Some(mut cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let key = cluster.workspace("ultimate");
+    let owner = cluster.owner_of(&key).await;
+    let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
+    let before = write_until(
+        &cluster,
+        &key,
+        &others,
+        std::time::Instant::now() + Duration::from_secs(1),
+        "before",
+    )
+    .await;
+    assert!(!before.acknowledged.is_empty());
+    cluster.nodes[owner]
+        .child
+        .kill()
+        .expect("kill -9 the owner");
+    let killed = std::time::Instant::now();
+    let after = write_until(
+        &cluster,
+        &key,
+        &others,
+        killed + Duration::from_secs(8),
+        "after",
+    )
+    .await;
+    let first = after
+        .acked_at
+        .first()
+        .expect("no save succeeded after the kill");
+    assert!(
+        first.duration_since(killed) < Duration::from_secs(15),
+        "saves resumed {:?} after the kill",
+        first.duration_since(killed)
+    );
+    for i in &others {
+        assert_readable(&cluster, &key, *i, &before).await;
+        assert_readable(&cluster, &key, *i, &after).await;
+    }
+}
+
+/// SIGSTOP of an owner past its lease, then SIGCONT: the others took the workspace over; the
+/// paused node learns it was declared dead, forgets what moved, rejoins and serves again; no
+/// acknowledged save is lost and none is stored twice.
+#[tokio::test]
+async fn a_paused_owner_is_fenced_and_rejoins() {
+    let Some(cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let key = cluster.workspace("ultimate");
+    let owner = cluster.owner_of(&key).await;
+    let pid = cluster.nodes[owner].child.id().to_string();
+    let signal = |name: &str| {
+        assert!(std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    // Saves through every node, the owner too, while it is paused for 2.5 leases.
+    let all = [0, 1, 2];
+    let writer = write_until(
+        &cluster,
+        &key,
+        &all,
+        std::time::Instant::now() + Duration::from_secs(9),
+        "paused",
+    );
+    let pause = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        signal("-STOP");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        signal("-CONT");
+    };
+    let (writes, ()) = tokio::join!(writer, pause);
+    assert!(!writes.acknowledged.is_empty());
+    for i in 0..3 {
+        assert_readable(&cluster, &key, i, &writes).await;
+    }
+    assert!(
+        cluster.log_of(owner).contains("declared dead"),
+        "the paused node did not notice it had been declared dead"
+    );
+    // It serves again.
+    let response = cluster
+        .request(owner, reqwest::Method::POST, "/api/memories", &key)
+        .json(&serde_json::json!({"content": "after the pause"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    // Nothing stored twice, nothing stored that nobody could have acknowledged.
+    let db = sqlx::PgPool::connect(&cluster.db.url).await.unwrap();
+    let (rows, distinct): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(DISTINCT content) FROM memories WHERE content LIKE 'paused fact%'",
+    )
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!(rows, distinct, "a save was stored twice");
+    let acked = writes.acknowledged.len() as i64;
+    assert!(
+        rows >= acked && rows <= acked + writes.in_doubt as i64,
+        "{rows} stored, {acked} acknowledged, {} in doubt",
+        writes.in_doubt
+    );
+}
+
+/// A key revoked through one node is refused by every node within a second.
+#[tokio::test]
+async fn a_revoked_key_is_refused_everywhere_within_a_second() {
+    let Some(cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let signed_up = cluster
+        .client
+        .post(format!("{}/api/auth/sign-up", cluster.node(0).url))
+        .json(&serde_json::json!({"email": "owner@example.com", "password": "a long password"}))
+        .send()
+        .await
+        .unwrap();
+    let status = signed_up.status();
+    assert_eq!(status, 201, "{:?}", signed_up.text().await);
+    let signed_up = cluster
+        .client
+        .post(format!("{}/api/auth/sign-in", cluster.node(2).url))
+        .json(&serde_json::json!({"email": "owner@example.com", "password": "a long password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_up.status(), 200);
+    let cookie = session_cookie_of(&signed_up);
+    let body: serde_json::Value = signed_up.json().await.unwrap();
+    let workspace = body["workspaces"][0]["id"].as_str().unwrap().to_string();
+    let as_user = |i: usize, method: reqwest::Method, path: &str| {
+        let url = &cluster.node(i).url;
+        cluster
+            .client
+            .request(method, format!("{url}{path}"))
+            .header("cookie", &cookie)
+            .header("origin", url)
+    };
+    let created = as_user(
+        1,
+        reqwest::Method::POST,
+        &format!("/api/workspaces/{workspace}/api-keys"),
+    )
+    .json(&serde_json::json!({"name": "ci"}))
+    .send()
+    .await
+    .unwrap();
+    let status = created.status();
+    let created: serde_json::Value = created.json().await.unwrap();
+    assert_eq!(status, 201, "{created}");
+    let key = created["key"].as_str().unwrap().to_string();
+    let key_id = created["apiKey"]["id"].as_str().unwrap().to_string();
+    for i in 0..3 {
+        let response = cluster
+            .request(i, reqwest::Method::GET, "/api/memories", &key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "the key works through node {i}");
+    }
+    let revoked = as_user(
+        0,
+        reqwest::Method::DELETE,
+        &format!("/api/workspaces/{workspace}/api-keys/{key_id}"),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert!(revoked.status().is_success(), "{}", revoked.status());
+    let revoked_at = std::time::Instant::now();
+    for i in 0..3 {
+        loop {
+            let response = cluster
+                .request(i, reqwest::Method::GET, "/api/memories", &key)
+                .send()
+                .await
+                .unwrap();
+            if response.status() == 401 {
+                break;
+            }
+            assert!(
+                revoked_at.elapsed() < Duration::from_secs(1),
+                "node {i} still accepts the revoked key after {:?}",
+                revoked_at.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A document ingested through one node completes and is found through another.
+#[tokio::test]
+async fn a_document_ingested_through_one_node_is_found_through_another() {
+    let Some(cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let key = cluster.workspace("pro");
+    let accepted = cluster
+        .request(
+            0,
+            reqwest::Method::POST,
+            "/api/context-vault/documents",
+            &key,
+        )
+        .json(&serde_json::json!({
+            "title": "Travel policy",
+            "content": "Employees may book business class on flights longer than eight hours. \
+                        Hotel stays are reimbursed up to 180 euros a night.",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), 202);
+    let accepted: serde_json::Value = accepted.json().await.unwrap();
+    let id = accepted["document"]["id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let response = cluster
+            .request(
+                1,
+                reqwest::Method::GET,
+                &format!("/api/context-vault/documents/{id}"),
+                &key,
+            )
+            .send()
+            .await
+            .unwrap();
+        let body: serde_json::Value = response.json().await.unwrap();
+        let status = &body["document"]["status"];
+        if status == "completed" {
+            break;
+        }
+        assert!(status != "failed", "{body}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not completed: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let found = cluster
+        .request(
+            2,
+            reqwest::Method::GET,
+            "/api/context-vault/search?q=hotel+reimbursement+per+night",
+            &key,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(found.status(), 200);
+    let found: serde_json::Value = found.json().await.unwrap();
+    assert!(found.to_string().contains("180 euros"), "{found}");
+}
+
+/// A fourth node joins: it takes its share of the workspaces by handover, and clients see no
+/// error meanwhile.
+#[tokio::test]
+async fn a_joining_node_takes_workspaces_without_errors() {
+    let Some(mut cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let keys: Vec<String> = (0..40).map(|_| cluster.workspace("ultimate")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let response = cluster
+            .request(i, reqwest::Method::GET, "/api/memories", key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let fourth = start_node(&cluster.db, cluster.dir.path()).await;
+    cluster.nodes.push(fourth);
+    let newcomer = cluster.node_id(3).await;
+    let until = std::time::Instant::now() + Duration::from_secs(6);
+    let mut round = 0;
+    let mut on_newcomer = std::collections::BTreeSet::new();
+    while std::time::Instant::now() < until {
+        for (i, key) in keys.iter().enumerate() {
+            let response = cluster
+                .request(i + round, reqwest::Method::POST, "/api/memories", key)
+                .json(&serde_json::json!({"content": format!("round {round} of workspace {i}")}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 201, "workspace {i} in round {round}");
+            if served_by(&response) == newcomer {
+                on_newcomer.insert(i);
+            }
+        }
+        round += 1;
+    }
+    assert!(!on_newcomer.is_empty(), "the new node took no workspace");
+
+    // Operators see the four nodes and who owns how many workspaces.
+    let ready: serde_json::Value = cluster
+        .client
+        .get(format!("{}/readyz", cluster.node(0).url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["parts"]["cluster"], "ok", "{ready}");
+    let nodes = ready["cluster"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4, "{ready}");
+    assert!(nodes.iter().all(|n| n["state"] == "serving"), "{ready}");
+    let owned: i64 = nodes
+        .iter()
+        .map(|n| n["workspaces"].as_i64().unwrap())
+        .sum();
+    assert_eq!(owned, 40, "{ready}");
+    let (ok, listed, stderr) = admin(&cluster.db, cluster.dir.path(), &["cluster"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(listed["nodes"].as_array().unwrap().len(), 4, "{listed}");
 }

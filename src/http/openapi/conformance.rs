@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::document;
 use crate::http::error::ErrorBody;
-use crate::http::health::{Health, Readiness};
+use crate::http::health::{ClusterView, Health, NodeView, Readiness};
 use crate::services::accounts::{
     ApiKeyCreated, ApiKeyList, InvitationAccepted, InvitationCreated, MemberChanged, SessionView,
     Team, WorkspaceCreated, WorkspaceList,
@@ -108,6 +108,7 @@ fn built() -> Vec<(&'static str, Value)> {
                 database: "sqlite",
                 parts: BTreeMap::from([("database".into(), "ok".into())]),
                 failing: vec![],
+                cluster: None,
             }),
         ),
         (
@@ -117,6 +118,17 @@ fn built() -> Vec<(&'static str, Value)> {
                 database: "postgres",
                 parts: BTreeMap::from([("ingestion".into(), "down".into())]),
                 failing: vec!["ingestion".into()],
+                cluster: Some(ClusterView {
+                    node: uuid::Uuid::nil(),
+                    serving: 2,
+                    nodes: vec![NodeView {
+                        id: uuid::Uuid::nil(),
+                        url: "http://127.0.0.1:8081".into(),
+                        state: "dead",
+                        heartbeat_age_ms: 6_000,
+                        workspaces: 2,
+                    }],
+                }),
             }),
         ),
         ("SubscriptionView", value(&subscription(true))),

@@ -21,6 +21,7 @@
 //! indexes, its actor, its background work.
 
 pub mod auth;
+pub mod events;
 pub mod placement;
 
 use std::collections::{HashMap, HashSet};
