@@ -915,3 +915,154 @@ async fn a_joining_node_takes_workspaces_without_errors() {
     assert!(ok, "{stderr}");
     assert_eq!(listed["nodes"].as_array().unwrap().len(), 4, "{listed}");
 }
+
+/// A node told to stop (SIGTERM) hands its workspaces over before it exits: clients using the
+/// other nodes see no error, and the node leaves the member list.
+#[tokio::test]
+async fn a_stopping_node_hands_its_workspaces_over() {
+    let Some(mut cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let keys: Vec<String> = (0..12).map(|_| cluster.workspace("ultimate")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let response = cluster
+            .request(i, reqwest::Method::GET, "/api/memories", key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let stopping = 2;
+    let gone = cluster.node_id(stopping).await;
+    let pid = cluster.nodes[stopping].child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let exited = loop {
+        if let Some(status) = cluster.nodes[stopping].child.try_wait().unwrap() {
+            break status;
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let response = cluster
+                .request(i % 2, reqwest::Method::POST, "/api/memories", key)
+                .json(&serde_json::json!({"content": format!("while node 2 stops, workspace {i}")}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 201, "workspace {i} while a node stops");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the node did not stop"
+        );
+    };
+    assert!(exited.success(), "{exited}");
+    assert!(cluster.log_of(stopping).contains("left the cluster"));
+    for (i, key) in keys.iter().enumerate() {
+        let response = cluster
+            .request(i % 2, reqwest::Method::POST, "/api/memories", key)
+            .json(&serde_json::json!({"content": format!("after node 2 stopped, workspace {i}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        assert_ne!(served_by(&response), gone);
+    }
+    let (ok, listed, stderr) = admin(&cluster.db, cluster.dir.path(), &["cluster"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(listed["nodes"].as_array().unwrap().len(), 2, "{listed}");
+}
+
+/// One MCP exchange through node `i` (JSON or the first SSE event): status, session, answer.
+async fn mcp(
+    cluster: &Cluster,
+    i: usize,
+    key: &str,
+    session: Option<&str>,
+    body: serde_json::Value,
+) -> (u16, Option<String>, serde_json::Value) {
+    let mut request = cluster
+        .client
+        .post(format!("{}/mcp", cluster.node(i).url))
+        .header("Memvault-API-Key", key)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .json(&body);
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = response.text().await.unwrap();
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .find_map(|data| serde_json::from_str(data.trim()).ok())
+            .unwrap_or(serde_json::Value::Null)
+    });
+    (status, session, value)
+}
+
+/// An MCP session opened through one node is used through the others.
+#[tokio::test]
+async fn an_mcp_session_works_through_any_node() {
+    let Some(cluster) = Cluster::start(3).await else {
+        eprintln!("cluster tests run on PostgreSQL only (set MEMVAULT_TEST_DATABASE_URL)");
+        return;
+    };
+    let key = cluster.workspace("pro");
+    let (status, session, init) = mcp(
+        &cluster,
+        0,
+        &key,
+        None,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "memvault-cluster-test", "version": "1"}
+        }}),
+    )
+    .await;
+    assert_eq!(status, 200, "{init}");
+    let session = session.expect("a session id");
+    let (status, _, _) = mcp(
+        &cluster,
+        1,
+        &key,
+        Some(&session),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let (status, _, saved) = mcp(
+        &cluster,
+        2,
+        &key,
+        Some(&session),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_save",
+            "arguments": {"content": "I prefer window seats on trains"}
+        }}),
+    )
+    .await;
+    assert_eq!(status, 200, "{saved}");
+    assert!(saved["result"]["isError"] != true, "{saved}");
+    let listed: serde_json::Value = cluster
+        .request(1, reqwest::Method::GET, "/api/memories", &key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(listed.to_string().contains("window seats"), "{listed}");
+}
