@@ -216,6 +216,7 @@ async fn offline_app(settings: &Settings, skip_index_rebuild: bool) -> anyhow::R
         &settings,
         Overrides {
             skip_index_rebuild,
+            skip_resume: true,
             ..Overrides::default()
         },
     )

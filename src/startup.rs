@@ -57,6 +57,9 @@ pub struct Overrides {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Skip the start-up index rebuild (`admin reembed` rebuilds them itself).
     pub skip_index_rebuild: bool,
+    /// Resume no unfinished job or document (the command line's services: a server, perhaps
+    /// a cluster's node, owns that work).
+    pub skip_resume: bool,
     /// Failures injected into the ingestion pipeline (tests of retries and chaos).
     pub pipeline_faults: Option<Arc<dyn Faults>>,
     /// Decode documents with this instead of worker processes: only the benchmark that
@@ -373,6 +376,7 @@ impl Application {
             &ingestion,
             &memories,
             &vault,
+            cluster.clone(),
         );
         if let Some(cluster) = &cluster {
             // Last to start, first to stop.
@@ -396,7 +400,7 @@ impl Application {
                 "search indexes rebuilt from the database"
             );
         }
-        let resumed = if clustered {
+        let resumed = if clustered || overrides.skip_resume {
             0
         } else {
             memories.resume_jobs().await?
@@ -414,7 +418,11 @@ impl Application {
                 "vault indexes rebuilt from the database"
             );
         }
-        let resumed = if clustered { 0 } else { vault.resume().await? };
+        let resumed = if clustered || overrides.skip_resume {
+            0
+        } else {
+            vault.resume().await?
+        };
         if resumed > 0 {
             tracing::info!(documents = resumed, "unfinished documents resumed");
         }
@@ -647,9 +655,17 @@ fn supervised(
     ingestion: &Ingestion,
     memories: &MemoryService,
     vault: &Arc<VaultService>,
+    cluster: Option<Arc<Cluster>>,
 ) -> Vec<ChildSpec> {
     let (memories_, vault_) = (memories.clone(), vault.clone());
     let (memories, vault) = (memories.clone(), vault.clone());
+    // A cluster node resumes only its own workspaces' work.
+    let owned = move || {
+        cluster
+            .as_ref()
+            .map(|c| c.owned().into_iter().map(|(w, _)| w).collect::<Vec<_>>())
+    };
+    let owned_ = owned.clone();
     vec![
         ChildSpec::new("workspace_registry", workspaces.clone()),
         ChildSpec::new("index_maintainer", maintainer.clone()).recover_with(move || {
@@ -659,8 +675,9 @@ fn supervised(
         }),
         ChildSpec::new("jobs_supervisor", jobs.clone()).recover_with(move || {
             let memories = memories.clone();
+            let only = owned();
             async move {
-                match memories.resume_jobs().await {
+                match memories.resume_jobs_in(only.as_deref()).await {
                     Ok(jobs) => tracing::info!(jobs, "unfinished long-note jobs resubmitted after a restart"),
                     Err(error) => tracing::error!(%error, "cannot resubmit long-note jobs after a restart; they resume at the next start"),
                 }
@@ -668,8 +685,9 @@ fn supervised(
         }),
         ChildSpec::new("ingestion_supervisor", ingestion.clone()).recover_with(move || {
             let vault = vault.clone();
+            let only = owned_();
             async move {
-                match vault.resume().await {
+                match vault.resume_in(only.as_deref()).await {
                     Ok(documents) => tracing::info!(documents, "unfinished documents resubmitted after a restart"),
                     Err(error) => tracing::error!(%error, "cannot resubmit documents after a restart; they resume at the next start"),
                 }

@@ -159,9 +159,22 @@ async fn dispatch(
     };
     match routing.cluster.route(workspace, forwarded).await? {
         Route::Local(serving) => {
+            // An MCP call is answered as a stream, and its tool runs while the stream is
+            // written: the workspace stays here until the stream ends. (A REST handler has
+            // done its work when it answers; a standing MCP GET stream does no work.)
+            let streams_work = request.method() == axum::http::Method::POST
+                && request.uri().path().starts_with("/mcp");
             let response = next.run(request).await;
-            drop(serving);
-            Ok(response)
+            if !streams_work {
+                drop(serving);
+                return Ok(response);
+            }
+            let (parts, body) = response.into_parts();
+            let guarded = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+                let _tenure = &serving;
+                chunk
+            });
+            Ok(Response::from_parts(parts, Body::from_stream(guarded)))
         }
         Route::Forward { url, .. } if forwarded && hops >= MAX_HOPS => {
             tracing::info!(%workspace, owner = %url, "a forwarded request reached a node that does not own its workspace");

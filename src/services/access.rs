@@ -31,16 +31,19 @@ impl Gate {
             Identity::Key { workspace_id, .. } | Identity::Token { workspace_id, .. } => {
                 Ok(Some(*workspace_id))
             }
-            Identity::User { user_id, .. } => match named {
-                Some(named) => Ok(Some(named)),
-                None => {
-                    let memberships = self.store.memberships(*user_id).await?;
-                    Ok(match memberships.as_slice() {
-                        [only] => Some(only.workspace_id),
-                        _ => None,
-                    })
-                }
-            },
+            Identity::User { user_id, .. } => {
+                let memberships = self.store.memberships(*user_id).await?;
+                Ok(match (named, memberships.as_slice()) {
+                    // Only a workspace the user is a member of (else the request is refused
+                    // where it arrived, and no node takes someone else's workspace for it).
+                    (Some(named), _) => memberships
+                        .iter()
+                        .any(|m| m.workspace_id == named)
+                        .then_some(named),
+                    (None, [only]) => Some(only.workspace_id),
+                    (None, _) => None,
+                })
+            }
         }
     }
 

@@ -227,15 +227,28 @@ impl ClusterStore {
             tx.commit().await?;
             return Ok(Acquired::Held(epoch));
         }
-        let current: Option<LeaseRow> = sqlx::query_as(
-            "SELECT l.workspace_id, l.node_id, l.epoch, n.url, \
-             COALESCE(n.expires_at > clock_timestamp() AND NOT n.draining, FALSE) AS serving \
-             FROM workspace_leases l LEFT JOIN cluster_nodes n ON n.id = l.node_id \
-             WHERE l.workspace_id = $1 FOR UPDATE OF l",
+        // Lock the lease first, then read its owner's state in a statement of its own: a lock
+        // that waited behind another takeover sees that takeover's owner, not the one before.
+        let locked: Option<(Uuid,)> = sqlx::query_as(
+            "SELECT node_id FROM workspace_leases WHERE workspace_id = $1 FOR UPDATE",
         )
         .bind(workspace)
         .fetch_optional(&mut *tx)
         .await?;
+        let current: Option<LeaseRow> = match locked {
+            None => None,
+            Some(_) => {
+                sqlx::query_as(
+                    "SELECT l.workspace_id, l.node_id, l.epoch, n.url, \
+                 COALESCE(n.expires_at > clock_timestamp() AND NOT n.draining, FALSE) AS serving \
+                 FROM workspace_leases l LEFT JOIN cluster_nodes n ON n.id = l.node_id \
+                 WHERE l.workspace_id = $1",
+                )
+                .bind(workspace)
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+        };
         let Some(current) = current else {
             // No such workspace (the insert found none).
             return Err(StorageError::Corrupt(format!(
@@ -295,6 +308,31 @@ impl ClusterStore {
         .await?;
         tx.commit().await?;
         Ok(moved.map(|(epoch,)| epoch))
+    }
+
+    /// Up to `limit` workspaces whose lease names no serving node (its node died, left or is
+    /// draining, or the lease was released): their unfinished work waits for a new owner.
+    pub async fn orphans(&self, limit: i64) -> StoreResult<Vec<Uuid>> {
+        let rows: Vec<(Uuid,)> = sqlx::query_as(
+            "SELECT l.workspace_id FROM workspace_leases l \
+             LEFT JOIN cluster_nodes n ON n.id = l.node_id \
+             WHERE n.id IS NULL OR n.expires_at <= clock_timestamp() OR n.draining \
+             ORDER BY l.workspace_id LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(w,)| w).collect())
+    }
+
+    /// The workspaces whose lease names `node`, with their epochs.
+    pub async fn leases_of(&self, node: Uuid) -> StoreResult<Vec<(Uuid, i64)>> {
+        Ok(
+            sqlx::query_as("SELECT workspace_id, epoch FROM workspace_leases WHERE node_id = $1")
+                .bind(node)
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 
     /// Announces `payload` to every node listening (`listener`).

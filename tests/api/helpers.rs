@@ -251,6 +251,7 @@ async fn start_server(
                 off: embedder_off.clone(),
             })),
             skip_index_rebuild: false,
+            skip_resume: false,
             pipeline_faults: faults,
             decoder: None,
         },

@@ -75,21 +75,33 @@ pub fn listen(
     tokio::spawn(async move {
         loop {
             match store.listener().await {
-                Ok(mut listener) => loop {
-                    match listener.recv().await {
-                        Ok(notification) => match ClusterEvent::decode(notification.payload()) {
-                            Some(event) => apply(Some(event)),
-                            None => tracing::warn!(
-                                payload = notification.payload(),
-                                "an unknown cluster event"
-                            ),
-                        },
-                        Err(error) => {
-                            tracing::warn!(%error, "the cluster's event connection dropped");
-                            break;
+                Ok(mut listener) => {
+                    // Listening again: whatever was announced meanwhile is forgotten here too.
+                    apply(None);
+                    loop {
+                        // `try_recv` says when the connection was lost (`recv` would reconnect
+                        // silently, dropping what was announced in between).
+                        match listener.try_recv().await {
+                            Ok(Some(notification)) => {
+                                match ClusterEvent::decode(notification.payload()) {
+                                    Some(event) => apply(Some(event)),
+                                    None => tracing::warn!(
+                                        payload = notification.payload(),
+                                        "an unknown cluster event"
+                                    ),
+                                }
+                            }
+                            Ok(None) => {
+                                tracing::warn!("the cluster's event connection dropped");
+                                break;
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "the cluster's event connection failed");
+                                break;
+                            }
                         }
                     }
-                },
+                }
                 Err(error) => tracing::warn!(%error, "cannot listen for cluster events"),
             }
             apply(None);

@@ -99,6 +99,9 @@ struct Member {
 }
 
 pub struct Cluster {
+    /// Itself, for work that must outlive the round that started it (a handover is never cut
+    /// off halfway by a round's timeout).
+    me: std::sync::Weak<Cluster>,
     config: ClusterConfig,
     store: ClusterStore,
     residency: OnceLock<Arc<dyn Residency>>,
@@ -108,6 +111,8 @@ pub struct Cluster {
     /// the TTL: the database's expiry is never earlier).
     alive_until: Mutex<Option<Instant>>,
     draining: AtomicBool,
+    /// Left the cluster: the heartbeat renews nothing more (and never registers it again).
+    left: AtomicBool,
 }
 
 /// Answered while a workspace changes hands.
@@ -123,7 +128,8 @@ impl Cluster {
     pub async fn join(config: ClusterConfig, store: ClusterStore) -> Result<Arc<Cluster>> {
         let started = Instant::now();
         store.register(config.node, &config.url, config.ttl).await?;
-        let cluster = Arc::new(Cluster {
+        let cluster = Arc::new_cyclic(|me| Cluster {
+            me: me.clone(),
             alive_until: Mutex::new(Some(started + config.ttl.mul_f64(0.75))),
             config,
             store,
@@ -131,6 +137,7 @@ impl Cluster {
             slots: Mutex::new(HashMap::new()),
             members: Mutex::new(Vec::new()),
             draining: AtomicBool::new(false),
+            left: AtomicBool::new(false),
         });
         cluster.refresh_members().await?;
         tracing::info!(node = %cluster.config.node, url = %cluster.config.url, "joined the cluster");
@@ -260,23 +267,104 @@ impl Cluster {
     /// One heartbeat round: renew (or revive) this node, read the members, hand over what
     /// belongs elsewhere.
     pub async fn round(&self) -> Result<()> {
+        if self.left.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let draining = self.draining.load(Ordering::SeqCst);
         let sent = Instant::now();
         if self.store.beat(self.config.node, self.config.ttl).await? {
             self.renewed(sent);
+        } else if draining {
+            // Declared dead while leaving: its workspaces are the others' already.
+            return Ok(());
         } else {
             self.revive(sent).await?;
         }
         self.refresh_members().await?;
-        if !self.draining.load(Ordering::SeqCst) {
+        self.check_leases().await?;
+        if !draining {
             self.rebalance().await;
+            self.claim_orphans().await?;
         }
         let _ = self.store.forget_dead(self.config.ttl * 60).await;
         Ok(())
     }
 
+    /// Forgets the workspaces whose lease no longer names this node at the epoch it took them
+    /// at (taken while this node was slow to renew, or by a race of two takeovers): it would
+    /// otherwise serve them from stale state, and fail every write at the fence.
+    async fn check_leases(&self) -> Result<()> {
+        let held: HashMap<Uuid, i64> = self
+            .store
+            .leases_of(self.config.node)
+            .await?
+            .into_iter()
+            .collect();
+        let lost: Vec<Uuid> = {
+            let slots = self.slots.lock().expect("slots");
+            slots
+                .iter()
+                .filter(|(w, slot)| {
+                    !slot.gone.load(Ordering::SeqCst) && held.get(w) != Some(&slot.epoch)
+                })
+                .map(|(w, _)| *w)
+                .collect()
+        };
+        for workspace in lost {
+            tracing::warn!(%workspace, "a workspace's lease moved away from this node; forgetting it");
+            self.detached(move |cluster| async move { cluster.forget(workspace).await })
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Takes, in the background, the orphaned workspaces placement puts here (their owner died
+    /// or left): their unfinished documents and jobs resume without waiting for a request.
+    async fn claim_orphans(&self) -> Result<()> {
+        let orphans = self
+            .store
+            .orphans(self.config.handoffs_per_round as i64)
+            .await?;
+        for workspace in orphans {
+            let here = self
+                .placement(workspace, None)
+                .is_some_and(|m| m.id == self.config.node);
+            if !here {
+                continue;
+            }
+            if let Some(cluster) = self.me.upgrade() {
+                tokio::spawn(async move {
+                    if let Err(error) = cluster.route(workspace, true).await {
+                        tracing::info!(%workspace, %error, "cannot take an orphaned workspace yet");
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `work` in a task of its own and waits for it: if the caller is cancelled (a round
+    /// that timed out), the work still finishes.
+    async fn detached<F, Fut>(&self, work: F)
+    where
+        F: FnOnce(Arc<Cluster>) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        if let Some(cluster) = self.me.upgrade() {
+            let _ = tokio::spawn(work(cluster)).await;
+        }
+    }
+
     /// Hands every workspace over (or releases it) and leaves the cluster: the graceful end.
     pub async fn leave(&self) -> Result<()> {
         self.draining.store(true, Ordering::SeqCst);
+        let result = self.hand_everything_over().await;
+        self.left.store(true, Ordering::SeqCst);
+        self.store.leave(self.config.node).await?;
+        result
+    }
+
+    async fn hand_everything_over(&self) -> Result<()> {
         self.store.drain(self.config.node).await?;
         self.refresh_members().await?;
         let owned: Vec<Uuid> = self.owned().into_iter().map(|(w, _)| w).collect();
@@ -285,7 +373,6 @@ impl Cluster {
             let target = self.placement(workspace, Some(self.config.node));
             self.hand_over(workspace, target.map(|m| m.id)).await;
         }
-        self.store.leave(self.config.node).await?;
         tracing::info!(
             workspaces = count,
             "left the cluster, workspaces handed over"
@@ -318,7 +405,8 @@ impl Cluster {
             "this node had been declared dead; it forgets the workspaces that moved and rejoins"
         );
         for workspace in lost {
-            self.forget(workspace).await;
+            self.detached(move |cluster| async move { cluster.forget(workspace).await })
+                .await;
         }
         self.renewed(sent);
         Ok(())
@@ -366,7 +454,10 @@ impl Cluster {
             }
         }
         for (workspace, target) in moves {
-            self.hand_over(workspace, Some(target)).await;
+            self.detached(move |cluster| async move {
+                cluster.hand_over(workspace, Some(target)).await
+            })
+            .await;
         }
     }
 
@@ -411,23 +502,35 @@ impl Cluster {
                 let _ = self.store.release(workspace, self.config.node).await;
             }
         }
-        self.slots.lock().expect("slots").remove(&workspace);
+        let mut slots = self.slots.lock().expect("slots");
+        if slots.get(&workspace).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+            slots.remove(&workspace);
+        }
+        drop(slots);
         drop(exclusive);
     }
 
     /// Forgets a workspace whose lease moved while this node was cut off.
     async fn forget(&self, workspace: Uuid) {
-        let Some(slot) = self.slots.lock().expect("slots").remove(&workspace) else {
+        let Some(slot) = self.slots.lock().expect("slots").get(&workspace).cloned() else {
             return;
         };
         slot.gone.store(true, Ordering::SeqCst);
         // Requests still running under the old tenure fail at the fence; wait for them, within
-        // reason, before the state they use is dropped.
-        let _ =
+        // reason, before the state they use is dropped. New ones wait on the gate meanwhile and
+        // then start again (the slot stays in the table until it is unloaded, so none can load
+        // a new tenure that this unload would then drop).
+        let exclusive =
             tokio::time::timeout(self.config.takeover_wait, slot.gate.clone().write_owned()).await;
         if let Some(residency) = self.residency.get() {
             residency.unload(workspace).await;
         }
+        let mut slots = self.slots.lock().expect("slots");
+        if slots.get(&workspace).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+            slots.remove(&workspace);
+        }
+        drop(slots);
+        drop(exclusive);
     }
 
     fn adopt(&self, workspace: Uuid, epoch: i64) {

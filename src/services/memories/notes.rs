@@ -143,7 +143,16 @@ impl MemoryService {
 
     /// Hands every unfinished job to the supervisor (start-up).
     pub async fn resume_jobs(&self) -> Result<usize> {
-        let jobs = self.store.unfinished_jobs().await?;
+        self.resume_jobs_in(None).await
+    }
+
+    /// Like [`MemoryService::resume_jobs`], for the jobs of `only` these workspaces (a cluster
+    /// node's own), or of all.
+    pub async fn resume_jobs_in(&self, only: Option<&[Uuid]>) -> Result<usize> {
+        let mut jobs = self.store.unfinished_jobs().await?;
+        if let Some(only) = only {
+            jobs.retain(|job| only.contains(&job.workspace_id));
+        }
         for job in &jobs {
             self.submit_job(job.id);
         }

@@ -36,11 +36,7 @@ impl MemoryService {
             .drop_workspace(workspace_id)
             .map_err(search_error)?;
         let report = self.rebuild(Some(workspace_id), false).await?;
-        for job in self.store.unfinished_jobs().await? {
-            if job.workspace_id == workspace_id {
-                self.submit_job(job.id);
-            }
-        }
+        self.resume_jobs_in(Some(&[workspace_id])).await?;
         Ok(report)
     }
 

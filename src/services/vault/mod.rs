@@ -274,14 +274,15 @@ impl VaultService {
     /// resumes as the next one, so a document that takes the whole server down every time ends
     /// `failed` after its attempts instead of crashing every restart.
     pub async fn resume(&self) -> Result<usize> {
-        self.resume_of(None).await
+        self.resume_in(None).await
     }
 
-    /// Like [`VaultService::resume`], for one workspace (or all).
-    async fn resume_of(&self, workspace: Option<Uuid>) -> Result<usize> {
+    /// Like [`VaultService::resume`], for the documents of `only` these workspaces (a cluster
+    /// node's own), or of all.
+    pub async fn resume_in(&self, only: Option<&[Uuid]>) -> Result<usize> {
         let mut unfinished = self.store.unfinished_documents().await?;
-        if let Some(workspace) = workspace {
-            unfinished.retain(|d| d.workspace_id == workspace);
+        if let Some(only) = only {
+            unfinished.retain(|d| only.contains(&d.workspace_id));
         }
         let ingestion = self.ingestion()?;
         for document in &unfinished {
@@ -311,7 +312,7 @@ impl VaultService {
     pub async fn load_workspace(&self, workspace_id: Uuid) -> Result<(usize, usize)> {
         self.drop_indexes(workspace_id);
         let rebuilt = self.rebuild(Some(workspace_id)).await?;
-        self.resume_of(Some(workspace_id)).await?;
+        self.resume_in(Some(&[workspace_id])).await?;
         Ok(rebuilt)
     }
 
