@@ -251,11 +251,12 @@ async fn workspace_of(
     Ok((request, home))
 }
 
+/// A body the JSON extractors would read (`ApiJson` takes any content type naming JSON).
 fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+        .is_some_and(|v| v.to_ascii_lowercase().contains("json"))
 }
 
 /// A JSON object's top-level `workspaceId`, when it is a UUID.

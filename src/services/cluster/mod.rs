@@ -294,25 +294,30 @@ impl Cluster {
     /// at (taken while this node was slow to renew, or by a race of two takeovers): it would
     /// otherwise serve them from stale state, and fail every write at the fence.
     async fn check_leases(&self) -> Result<()> {
+        // The slots first: each was adopted after its lease committed, so the leases read
+        // next include it (read the other way round, a workspace taken in between would look
+        // lost).
+        let serving: Vec<(Uuid, i64)> = {
+            let slots = self.slots.lock().expect("slots");
+            slots
+                .iter()
+                .filter(|(_, slot)| !slot.gone.load(Ordering::SeqCst))
+                .map(|(w, slot)| (*w, slot.epoch))
+                .collect()
+        };
         let held: HashMap<Uuid, i64> = self
             .store
             .leases_of(self.config.node)
             .await?
             .into_iter()
             .collect();
-        let lost: Vec<Uuid> = {
-            let slots = self.slots.lock().expect("slots");
-            slots
-                .iter()
-                .filter(|(w, slot)| {
-                    !slot.gone.load(Ordering::SeqCst) && held.get(w) != Some(&slot.epoch)
-                })
-                .map(|(w, _)| *w)
-                .collect()
-        };
-        for workspace in lost {
-            tracing::warn!(%workspace, "a workspace's lease moved away from this node; forgetting it");
-            self.detached(move |cluster| async move { cluster.forget(workspace).await })
+        let lost: Vec<(Uuid, i64)> = serving
+            .into_iter()
+            .filter(|(w, epoch)| held.get(w) != Some(epoch))
+            .collect();
+        for (workspace, epoch) in lost {
+            tracing::warn!(%workspace, epoch, "a workspace's lease moved away from this node; forgetting it");
+            self.detached(move |cluster| async move { cluster.forget(workspace, epoch).await })
                 .await;
         }
         Ok(())
@@ -393,19 +398,18 @@ impl Cluster {
             .await?
             .into_iter()
             .collect();
-        let lost: Vec<Uuid> = self
+        let lost: Vec<(Uuid, i64)> = self
             .owned()
             .into_iter()
-            .map(|(w, _)| w)
-            .filter(|w| !kept.contains(w))
+            .filter(|(w, _)| !kept.contains(w))
             .collect();
         tracing::warn!(
             lost = lost.len(),
             kept = kept.len(),
             "this node had been declared dead; it forgets the workspaces that moved and rejoins"
         );
-        for workspace in lost {
-            self.detached(move |cluster| async move { cluster.forget(workspace).await })
+        for (workspace, epoch) in lost {
+            self.detached(move |cluster| async move { cluster.forget(workspace, epoch).await })
                 .await;
         }
         self.renewed(sent);
@@ -510,9 +514,11 @@ impl Cluster {
         drop(exclusive);
     }
 
-    /// Forgets a workspace whose lease moved while this node was cut off.
-    async fn forget(&self, workspace: Uuid) {
-        let Some(slot) = self.slots.lock().expect("slots").get(&workspace).cloned() else {
+    /// Forgets a workspace served here at `epoch` whose lease moved (a later tenure of it is
+    /// left alone).
+    async fn forget(&self, workspace: Uuid, epoch: i64) {
+        let slot = self.slots.lock().expect("slots").get(&workspace).cloned();
+        let Some(slot) = slot.filter(|s| s.epoch == epoch) else {
             return;
         };
         slot.gone.store(true, Ordering::SeqCst);
