@@ -977,7 +977,7 @@ async fn a_stopping_node_hands_its_workspaces_over() {
     assert_eq!(listed["nodes"].as_array().unwrap().len(), 2, "{listed}");
 }
 
-/// One MCP exchange through node `i` (JSON or the first SSE event): status, session, answer.
+/// One MCP exchange through node `i`: status, session, answer.
 async fn mcp(
     cluster: &Cluster,
     i: usize,
@@ -985,31 +985,8 @@ async fn mcp(
     session: Option<&str>,
     body: serde_json::Value,
 ) -> (u16, Option<String>, serde_json::Value) {
-    let mut request = cluster
-        .client
-        .post(format!("{}/mcp", cluster.node(i).url))
-        .header("Memvault-API-Key", key)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2025-06-18")
-        .json(&body);
-    if let Some(session) = session {
-        request = request.header("Mcp-Session-Id", session);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let text = response.text().await.unwrap();
-    let value = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .find_map(|data| serde_json::from_str(data.trim()).ok())
-            .unwrap_or(serde_json::Value::Null)
-    });
-    (status, session, value)
+    let url = format!("{}/mcp", cluster.node(i).url);
+    crate::mcp::rpc_to(&cluster.client, &url, crate::mcp::key(key), session, body).await
 }
 
 /// An MCP session opened through one node is used through the others.

@@ -28,9 +28,19 @@ pub async fn rpc(
     session: Option<&str>,
     body: Value,
 ) -> (u16, Option<String>, Value) {
-    let mut request = app
-        .client
-        .post(app.url("/mcp"))
+    rpc_to(&app.client, &app.url("/mcp"), auth, session, body).await
+}
+
+/// [`rpc`] with the MCP endpoint at `url` (a cluster's node).
+pub async fn rpc_to(
+    client: &reqwest::Client,
+    url: &str,
+    auth: Auth<'_>,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Value) {
+    let mut request = client
+        .post(url)
         .header(auth.0, auth.1)
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", PROTOCOL)
