@@ -47,7 +47,8 @@ pub enum Admin {
         #[arg(long)]
         plan: Option<Plan>,
     },
-    /// Change a workspace's plan (a running server applies it within its plan refresh period).
+    /// Change a workspace's plan (a running server applies it within its plan refresh period,
+    /// the nodes of a cluster at once).
     SetPlan {
         #[arg(long)]
         workspace: Uuid,

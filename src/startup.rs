@@ -441,17 +441,14 @@ impl Application {
         )
         .with_events(events.clone());
         let (provider, webhook_secret) = billing_provider(settings, store.clone())?;
-        let billing = Arc::new(
-            BillingService::new(
-                store.clone(),
-                Some(workspaces.clone()),
-                provider,
-                settings.plan_table(),
-                webhook_secret,
-                settings.billing_webhook_tolerance_secs,
-            )
-            .with_events(events.clone()),
-        );
+        let billing = Arc::new(BillingService::new(
+            store.clone(),
+            Some(workspaces.clone()),
+            provider,
+            settings.plan_table(),
+            webhook_secret,
+            settings.billing_webhook_tolerance_secs,
+        ));
         // A cluster node announces key and plan changes, and applies the others'.
         let listening = cluster.as_ref().map(|cluster| {
             events.attach(cluster.store().clone());

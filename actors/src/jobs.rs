@@ -4,7 +4,9 @@
 //! given up and the handler records why. Jobs must be idempotent: a retry may find part of
 //! the work done.
 //!
-//! What a job does, and how its state is persisted, is behind [`JobHandler`].
+//! What a job does, and how its state is persisted, is behind [`JobHandler`]. A workspace's
+//! jobs can be released (its node no longer owns it): queued ones are dropped, running ones
+//! killed, retries forgotten; the new owner resumes them from storage.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -58,17 +60,27 @@ pub struct JobsSupervisor;
 pub struct JobsState {
     config: JobsArgs,
     queue: VecDeque<(Uuid, u32)>,
-    /// Queued, waiting for a retry, or running.
-    known: HashSet<Uuid>,
-    running: HashMap<ActorId, (Uuid, u32)>,
+    /// Queued, waiting for a retry, or running: each job's workspace.
+    known: HashMap<Uuid, Uuid>,
+    running: HashMap<ActorId, Running>,
     stats: JobStats,
 }
 
+/// A job attempt running in a worker.
+struct Running {
+    worker: ActorCell,
+    id: Uuid,
+    attempt: u32,
+}
+
 pub enum JobsMsg {
-    /// Run a job (ignored when it is already queued or running).
-    Submit(Uuid),
-    /// A backoff elapsed: queue attempt `attempt` of job `id`.
+    /// Run a job of `workspace` (ignored when it is already queued or running).
+    Submit { id: Uuid, workspace: Uuid },
+    /// A backoff elapsed: queue attempt `attempt` of job `id` (unless it was released).
     Retry { id: Uuid, attempt: u32 },
+    /// Stop every job of a workspace: queued ones are dropped, running ones killed, retries
+    /// forgotten. Nothing is written: the jobs stay unfinished in storage.
+    Release(Uuid),
     /// Counters.
     GetStats(RpcReplyPort<JobStats>),
 }
@@ -86,7 +98,7 @@ impl Actor for JobsSupervisor {
         Ok(JobsState {
             config,
             queue: VecDeque::new(),
-            known: HashSet::new(),
+            known: HashMap::new(),
             running: HashMap::new(),
             stats: JobStats::default(),
         })
@@ -99,12 +111,35 @@ impl Actor for JobsSupervisor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            JobsMsg::Submit(id) => {
-                if state.known.insert(id) {
+            JobsMsg::Submit { id, workspace } => {
+                if let std::collections::hash_map::Entry::Vacant(entry) = state.known.entry(id) {
+                    entry.insert(workspace);
                     state.queue.push_back((id, 1));
                 }
             }
-            JobsMsg::Retry { id, attempt } => state.queue.push_back((id, attempt)),
+            JobsMsg::Retry { id, attempt } => {
+                if state.known.contains_key(&id) {
+                    state.queue.push_back((id, attempt));
+                }
+            }
+            JobsMsg::Release(workspace) => {
+                let released: HashSet<Uuid> = state
+                    .known
+                    .iter()
+                    .filter(|(_, ws)| **ws == workspace)
+                    .map(|(id, _)| *id)
+                    .collect();
+                state.known.retain(|id, _| !released.contains(id));
+                state.queue.retain(|(id, _)| !released.contains(id));
+                state.running.retain(|_, running| {
+                    if released.contains(&running.id) {
+                        tracing::info!(job_id = %running.id, %workspace, "job released: its workspace moved");
+                        running.worker.kill();
+                        return false;
+                    }
+                    true
+                });
+            }
             JobsMsg::GetStats(reply) => {
                 let _ = reply.send(JobStats {
                     running: state.running.len(),
@@ -130,7 +165,8 @@ impl Actor for JobsSupervisor {
             SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
             _ => return Ok(()),
         };
-        let Some((id, attempt)) = state.running.remove(&cell.get_id()) else {
+        // A released job's worker is no longer listed: its end changes nothing.
+        let Some(Running { id, attempt, .. }) = state.running.remove(&cell.get_id()) else {
             return Ok(());
         };
         match failure {
@@ -139,6 +175,7 @@ impl Actor for JobsSupervisor {
                 state.stats.succeeded += 1;
             }
             Some(error) if attempt < state.config.max_attempts => {
+                // Released meanwhile? Then `Retry` finds it unknown and drops it.
                 let delay = backoff(attempt, state.config.backoff_base, state.config.backoff_cap);
                 tracing::warn!(job_id = %id, attempt, %error, retry_in_ms = delay.as_millis() as u64, "job failed, retrying");
                 state.stats.retried += 1;
@@ -194,9 +231,14 @@ pub struct JobQueue {
 }
 
 impl JobQueue {
-    /// Runs job `id` (ignored when it is already queued or running).
-    pub fn submit(&self, id: Uuid) -> Result<(), CallFailure> {
-        self.current.cast(JobsMsg::Submit(id))
+    /// Runs job `id` of `workspace` (ignored when it is already queued or running).
+    pub fn submit(&self, id: Uuid, workspace: Uuid) -> Result<(), CallFailure> {
+        self.current.cast(JobsMsg::Submit { id, workspace })
+    }
+
+    /// Stops every job of `workspace` ([`JobsMsg::Release`]).
+    pub fn release(&self, workspace: Uuid) -> Result<(), CallFailure> {
+        self.current.cast(JobsMsg::Release(workspace))
     }
 }
 
@@ -225,7 +267,14 @@ async fn start_ready(myself: &ActorRef<JobsMsg>, state: &mut JobsState) {
         };
         match Actor::spawn_linked(None, worker, (id, attempt), myself.get_cell()).await {
             Ok((actor, _)) => {
-                state.running.insert(actor.get_id(), (id, attempt));
+                state.running.insert(
+                    actor.get_id(),
+                    Running {
+                        worker: actor.get_cell(),
+                        id,
+                        attempt,
+                    },
+                );
             }
             Err(error) => {
                 tracing::error!(job_id = %id, %error, "cannot start a job worker");
@@ -303,6 +352,8 @@ mod tests {
     struct Script {
         fail_on: Vec<u32>,
         panic_on: Vec<u32>,
+        /// How long each run takes.
+        takes: Duration,
         runs: Mutex<Vec<(Uuid, u32)>>,
         given_up: Mutex<Vec<(Uuid, u32, String)>>,
     }
@@ -311,6 +362,7 @@ mod tests {
     impl JobHandler for Script {
         async fn run(&self, id: Uuid, attempt: u32) -> Result<(), String> {
             self.runs.lock().unwrap().push((id, attempt));
+            tokio::time::sleep(self.takes).await;
             if self.panic_on.contains(&attempt) {
                 panic!("injected panic");
             }
@@ -368,8 +420,10 @@ mod tests {
         });
         let actor = start(script.clone()).await;
         let id = Uuid::new_v4();
-        actor.cast(JobsMsg::Submit(id)).unwrap();
-        actor.cast(JobsMsg::Submit(id)).unwrap(); // a duplicate submit is ignored
+        let workspace = Uuid::new_v4();
+        actor.cast(JobsMsg::Submit { id, workspace }).unwrap();
+        // A duplicate submit is ignored.
+        actor.cast(JobsMsg::Submit { id, workspace }).unwrap();
         let stats = settle(&actor).await;
         assert_eq!(stats.succeeded, 1);
         assert_eq!(stats.retried, 2);
@@ -388,8 +442,8 @@ mod tests {
             ..Script::default()
         });
         let actor = start(script.clone()).await;
-        let id = Uuid::new_v4();
-        actor.cast(JobsMsg::Submit(id)).unwrap();
+        let (id, workspace) = (Uuid::new_v4(), Uuid::new_v4());
+        actor.cast(JobsMsg::Submit { id, workspace }).unwrap();
         let stats = settle(&actor).await;
         assert_eq!(stats.given_up, 1);
         {
@@ -401,9 +455,66 @@ mod tests {
         // The supervisor is still alive and takes new work.
         let other = Uuid::new_v4();
         script.runs.lock().unwrap().clear();
-        actor.cast(JobsMsg::Submit(other)).unwrap();
+        actor
+            .cast(JobsMsg::Submit {
+                id: other,
+                workspace,
+            })
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(script.runs.lock().unwrap().contains(&(other, 1)));
+        actor.stop(None);
+    }
+
+    /// Releasing a workspace kills its running jobs and drops its queued ones, without a
+    /// retry or a give-up; other workspaces' jobs go on; a released job can be submitted again.
+    #[tokio::test]
+    async fn a_released_workspace_stops_its_jobs_only() {
+        let script = Arc::new(Script {
+            takes: Duration::from_secs(3_600),
+            ..Script::default()
+        });
+        let actor = start(script.clone()).await;
+        let (moved, stays) = (Uuid::new_v4(), Uuid::new_v4());
+        let jobs: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+        for &id in &jobs {
+            actor
+                .cast(JobsMsg::Submit {
+                    id,
+                    workspace: moved,
+                })
+                .unwrap();
+        }
+        let other = Uuid::new_v4();
+        actor
+            .cast(JobsMsg::Submit {
+                id: other,
+                workspace: stays,
+            })
+            .unwrap();
+        // Two run (the concurrency), two wait.
+        let stats = ractor::call_t!(actor, JobsMsg::GetStats, 1_000).unwrap();
+        assert_eq!((stats.running, stats.queued), (2, 2));
+        actor.cast(JobsMsg::Release(moved)).unwrap();
+        let stats = ractor::call_t!(actor, JobsMsg::GetStats, 1_000).unwrap();
+        assert_eq!((stats.running, stats.queued), (1, 0), "{stats:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let stats = ractor::call_t!(actor, JobsMsg::GetStats, 1_000).unwrap();
+        assert_eq!((stats.retried, stats.given_up, stats.succeeded), (0, 0, 0));
+        assert!(script.given_up.lock().unwrap().is_empty());
+        // The queued job of the moved workspace never ran; the other workspace's did.
+        let runs = script.runs.lock().unwrap().clone();
+        assert!(!runs.iter().any(|(id, _)| *id == jobs[2]), "{runs:?}");
+        assert!(runs.contains(&(other, 1)), "{runs:?}");
+        // Resumed later (the workspace came back): it runs again.
+        actor
+            .cast(JobsMsg::Submit {
+                id: jobs[0],
+                workspace: moved,
+            })
+            .unwrap();
+        let stats = ractor::call_t!(actor, JobsMsg::GetStats, 1_000).unwrap();
+        assert_eq!(stats.running, 2);
         actor.stop(None);
     }
 }

@@ -44,12 +44,12 @@ pub struct ClusterView {
     pub nodes: Vec<NodeView>,
 }
 
-/// A registered node.
+/// A registered node. Its URL, an internal address, is not shown here (an unauthenticated
+/// route): `memvault admin cluster` shows it to operators.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeView {
     pub id: uuid::Uuid,
-    pub url: String,
     /// `serving`, `draining` (handing its workspaces over) or `dead` (heartbeat expired).
     pub state: &'static str,
     /// Milliseconds since its last heartbeat.
@@ -105,7 +105,6 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
                     .into_iter()
                     .map(|n| NodeView {
                         id: n.id,
-                        url: n.url,
                         state: if !n.alive {
                             "dead"
                         } else if n.draining {

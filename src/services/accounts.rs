@@ -1114,15 +1114,12 @@ impl AccountsService {
         Ok(())
     }
 
-    /// Tells the workspace's actor about a plan already stored (wherever it runs).
+    /// Tells the workspace's actor here about a plan already stored; the database announces
+    /// it to the other nodes of a cluster (migration `0011_plan_notify.sql`).
     pub fn plan_changed(&self, workspace_id: Uuid, plan: Plan) {
         if let Some(workspaces) = &self.workspaces {
             workspaces.plan_changed(workspace_id, plan);
         }
-        self.events.publish(ClusterEvent::PlanChanged {
-            workspace: workspace_id,
-            plan,
-        });
     }
 
     async fn admit(&self, caller: &Caller, class: EndpointClass) -> Result<()> {

@@ -5,7 +5,6 @@
 //! A plan change reaches the workspace's actor at once, so the next request has the new rate
 //! limits and memory limit.
 
-use super::cluster::events::{ClusterEvent, Events};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -237,17 +236,9 @@ pub struct BillingService {
     plans: PlanTable,
     webhook_secret: Option<WebhookSecret>,
     webhook_tolerance_secs: i64,
-    /// Where plan changes are announced to the other nodes of a cluster.
-    events: Events,
 }
 
 impl BillingService {
-    /// Announces plan changes through `events` (a cluster node's).
-    pub fn with_events(mut self, events: Events) -> Self {
-        self.events = events;
-        self
-    }
-
     pub fn new(
         store: Arc<dyn Store>,
         workspaces: Option<Workspaces>,
@@ -264,7 +255,6 @@ impl BillingService {
             plans,
             webhook_secret,
             webhook_tolerance_secs,
-            events: Events::default(),
         }
     }
 
@@ -480,14 +470,12 @@ impl BillingService {
         }
     }
 
+    /// Applies a stored plan change here; the database announces it to the other nodes of a
+    /// cluster (migration `0011_plan_notify.sql`).
     fn plan_changed(&self, workspace_id: Uuid, plan: Plan) {
         if let Some(workspaces) = &self.workspaces {
             workspaces.plan_changed(workspace_id, plan);
         }
-        self.events.publish(ClusterEvent::PlanChanged {
-            workspace: workspace_id,
-            plan,
-        });
     }
 
     // ----- the local provider's pages --------------------------------------------------------

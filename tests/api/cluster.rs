@@ -347,13 +347,24 @@ impl Cluster {
 
     /// A new workspace on `plan`: its API key.
     fn workspace(&self, plan: &str) -> String {
+        self.workspace_and_id(plan).0
+    }
+
+    /// A new workspace on `plan`: its API key and id.
+    fn workspace_and_id(&self, plan: &str) -> (String, String) {
         let (ok, created, stderr) = admin(
             &self.db,
             self.dir.path(),
             &["create-workspace", "--name", "Acme", "--plan", plan],
         );
         assert!(ok, "{stderr}");
-        created["apiKey"].as_str().expect("apiKey").to_string()
+        (
+            created["apiKey"].as_str().expect("apiKey").to_string(),
+            created["workspaceId"]
+                .as_str()
+                .expect("workspaceId")
+                .to_string(),
+        )
     }
 
     fn node(&self, i: usize) -> &Node {
@@ -383,7 +394,8 @@ fn served_by(response: &reqwest::Response) -> String {
 }
 
 /// Three nodes serve one workspace as one service: a memory saved through any node is read and
-/// found through every node, always by the same owner; rate limits count across nodes.
+/// found through every node, always by the same owner; rate limits count across nodes; a plan
+/// changed from the command line applies within a second.
 #[tokio::test]
 async fn three_nodes_serve_a_workspace_as_one() {
     let Some(cluster) = Cluster::start(3).await else {
@@ -448,7 +460,7 @@ async fn three_nodes_serve_a_workspace_as_one() {
     }
 
     // Rate limits are exact across nodes: 40 parallel saves on free, spread over the nodes.
-    let free = cluster.workspace("free");
+    let (free, free_id) = cluster.workspace_and_id("free");
     let mut saves = Vec::new();
     for i in 0..40 {
         let request = cluster
@@ -467,6 +479,33 @@ async fn three_nodes_serve_a_workspace_as_one() {
         std::collections::BTreeMap::from([(201, 30), (429, 10)]),
         "{statuses:?}"
     );
+
+    // The command line raises the plan (no node is involved): the owner applies it at once.
+    let (ok, _, stderr) = admin(
+        &cluster.db,
+        cluster.dir.path(),
+        &["set-plan", "--workspace", &free_id, "--plan", "pro"],
+    );
+    assert!(ok, "{stderr}");
+    let changed_at = std::time::Instant::now();
+    for i in 0.. {
+        let response = cluster
+            .request(i, reqwest::Method::POST, "/api/memories", &free)
+            .json(&serde_json::json!({"content": format!("saved after the upgrade {i}")}))
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 201 {
+            break;
+        }
+        assert_eq!(response.status(), 429);
+        assert!(
+            changed_at.elapsed() < Duration::from_secs(1),
+            "the new plan is not applied after {:?}",
+            changed_at.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 impl Cluster {

@@ -123,7 +123,6 @@ fn built() -> Vec<(&'static str, Value)> {
                     serving: 2,
                     nodes: vec![NodeView {
                         id: uuid::Uuid::nil(),
-                        url: "http://127.0.0.1:8081".into(),
                         state: "dead",
                         heartbeat_age_ms: 6_000,
                         workspaces: 2,

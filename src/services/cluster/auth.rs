@@ -3,6 +3,11 @@
 //! path with its query, keyed by `MEMVAULT_CLUSTER_SECRET`. The receiver checks the MAC (in
 //! constant time) and that the time is within a minute of its own; a request that fails is
 //! refused, so no client can pass itself off as a node (and be served without forwarding).
+//!
+//! The body is not covered, on purpose: the signature proves the hop, not the content. What a
+//! forwarded request may do is decided on the owner by the client's own credentials, carried
+//! and checked as on one node, so a replayed header with another body gains nothing a client
+//! could not ask for directly; covering the body would mean buffering every upload.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

@@ -115,7 +115,7 @@ impl MemoryService {
             finished_at: None,
         };
         self.store.insert_job(&job).await?;
-        self.submit_job(job.id);
+        self.submit_job(job.id, job.workspace_id);
         Ok(JobAccepted {
             job_id: job.id,
             message: format!(
@@ -127,11 +127,11 @@ impl MemoryService {
         })
     }
 
-    pub(crate) fn submit_job(&self, id: Uuid) {
+    pub(crate) fn submit_job(&self, id: Uuid, workspace: Uuid) {
         match self.jobs.get() {
             Some(jobs) => {
                 // Stored already: the supervisor's recovery resubmits it once it is back.
-                if let Err(e) = jobs.submit(id) {
+                if let Err(e) = jobs.submit(id, workspace) {
                     tracing::warn!(job_id = %id, error = %e, "the jobs supervisor is restarting; the job is picked up when it is back");
                 }
             }
@@ -154,7 +154,7 @@ impl MemoryService {
             jobs.retain(|job| only.contains(&job.workspace_id));
         }
         for job in &jobs {
-            self.submit_job(job.id);
+            self.submit_job(job.id, job.workspace_id);
         }
         Ok(jobs.len())
     }

@@ -40,9 +40,16 @@ impl MemoryService {
         Ok(report)
     }
 
-    /// Forgets what this node held for a workspace that moved to another node: its indexes
-    /// and its actor (rate windows, counts, cached profiles).
+    /// Forgets what this node held for a workspace that moved to another node: its long-note
+    /// jobs (stopped, left unfinished for the new owner), its indexes and its actor (rate
+    /// windows, counts, cached profiles).
     pub fn unload_workspace(&self, workspace_id: Uuid) {
+        if let Some(jobs) = self.jobs.get() {
+            if let Err(error) = jobs.release(workspace_id) {
+                // A restarting supervisor resumes only the jobs of workspaces this node owns.
+                tracing::warn!(%workspace_id, %error, "cannot release a workspace's jobs");
+            }
+        }
         if let Err(error) = self.engine.drop_workspace(workspace_id) {
             tracing::warn!(%workspace_id, %error, "cannot drop a workspace's indexes");
         }
