@@ -567,7 +567,8 @@ struct TakeoverRow {
 }
 
 /// Asks `ws` for a page of memories through every node but `skip`, in turn, every 100 ms,
-/// until one answers 200: how long that took since `since`, and the owner.
+/// until one answers 200 from an owner other than `skip` (a stopping node still answers while
+/// it hands over): how long that took since `since`, and the owner.
 async fn first_answer(
     bench: &Bench,
     ws: &Workspace,
@@ -581,6 +582,7 @@ async fn first_answer(
         .filter(|(i, _)| *i != skip)
         .map(|(_, n)| n)
         .collect();
+    let gone = bench.nodes.get(skip).map(|n| n.id.clone());
     let mut turn = 0;
     loop {
         let node = others[turn % others.len()];
@@ -592,8 +594,9 @@ async fn first_answer(
             .send()
             .await;
         if let Ok(response) = response {
-            if response.status() == StatusCode::OK {
-                return Ok((millis(since.elapsed()), served_by(&response)));
+            let owner = served_by(&response);
+            if response.status() == StatusCode::OK && gone.as_ref() != Some(&owner) {
+                return Ok((millis(since.elapsed()), owner));
             }
         }
         if since.elapsed() > Duration::from_secs(300) {
