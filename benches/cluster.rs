@@ -214,11 +214,11 @@ impl Node {
         log.lines()
             .rev()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            // JSON logs put an event's fields at the top level (`flatten_event`).
             .filter(|line| {
-                line["fields"]["message"] == "workspace loaded"
-                    && line["fields"]["workspace"] == workspace.as_str()
+                line["message"] == "workspace loaded" && line["workspace"] == workspace.as_str()
             })
-            .find_map(|line| line["fields"]["elapsed_ms"].as_u64())
+            .find_map(|line| line["elapsed_ms"].as_u64())
     }
 }
 
@@ -828,7 +828,8 @@ fn report(
     println!("## Cluster (issue 29)\n");
     println!(
         "Machine: {}, {} cores, shared by every node, {postgres} and the clients; commit {}; \
-         model {model}; other processes' share of the CPUs over the run: {others}.\n",
+         model {model}; share of the CPUs used by other processes than the clients (the nodes, \
+         PostgreSQL and anything else) over the run: {others}.\n",
         machine::cpu_model(),
         machine::cores(),
         machine::commit(" (uncommitted changes)")
