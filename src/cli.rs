@@ -67,6 +67,9 @@ pub enum Admin {
     Export {
         #[arg(long)]
         workspace: Uuid,
+        /// Only this scope's memories (an end user's, before erasing them).
+        #[arg(long)]
+        scope: Option<String>,
         /// Where to write (default: stdout).
         #[arg(long)]
         output: Option<PathBuf>,
@@ -152,7 +155,12 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Admin(Admin::Export { workspace, output }) => {
+        Command::Admin(Admin::Export {
+            workspace,
+            scope,
+            output,
+        }) => {
+            let scope = scope.as_deref();
             let store = open_store(&settings).await?;
             let written = match output {
                 Some(path) => {
@@ -160,7 +168,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                         std::fs::File::create(&path)
                             .with_context(|| format!("cannot create {}", path.display()))?,
                     );
-                    let written = export(&*store, workspace, &mut file).await?;
+                    let written = export(&*store, workspace, scope, &mut file).await?;
                     eprintln!("exported {written} memories to {}", path.display());
                     written
                 }
@@ -168,6 +176,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                     export(
                         &*store,
                         workspace,
+                        scope,
                         &mut std::io::BufWriter::new(std::io::stdout()),
                     )
                     .await?

@@ -254,6 +254,11 @@ pub struct Settings {
     pub workspace_idle_secs: u64,
     /// How often a workspace actor re-reads its plan from storage.
     pub plan_refresh_secs: u64,
+    /// Deleted and forgotten memories keep their content this long, then it is purged (ids
+    /// and timestamps stay); 0 purges at the next pass.
+    pub deleted_retention_days: u64,
+    /// How often the purge of deleted content runs.
+    pub purge_interval_secs: u64,
     /// Largest JSON body accepted, in bytes.
     pub max_body_bytes: usize,
     /// Longest memory content, in characters.
@@ -469,6 +474,8 @@ impl Default for Settings {
             public_url: None,
             session_ttl_days: 30,
             invitation_ttl_days: 7,
+            deleted_retention_days: 30,
+            purge_interval_secs: 300,
             abuse: AbuseLimits::default(),
             http: HttpSettings::default(),
             supervision: SupervisionSettings::default(),

@@ -378,11 +378,27 @@ impl Application {
             &vault,
             cluster.clone(),
         );
+        children.push(ChildSpec::new(
+            "purger",
+            Heartbeat::new(
+                "purge",
+                Arc::new(crate::services::erasure::Purger::new(
+                    store.clone(),
+                    settings.deleted_retention_days,
+                    cluster.clone(),
+                )),
+                Duration::from_secs(settings.purge_interval_secs.max(1)),
+            ),
+        ));
         if let Some(cluster) = &cluster {
             // Last to start, first to stop.
             children.push(ChildSpec::new(
                 "cluster_heartbeat",
-                Heartbeat::new(cluster.clone(), cluster.config().heartbeat),
+                Heartbeat::new(
+                    "cluster heartbeat",
+                    cluster.clone(),
+                    cluster.config().heartbeat,
+                ),
             ));
         }
         let (root, root_task, gave_up) = Root::start(children, restart_policy(settings))
@@ -480,6 +496,12 @@ impl Application {
             accounts,
             memories: memories.clone(),
             vault: vault.clone(),
+            erasure: crate::services::erasure::ErasureService::new(
+                store.clone(),
+                workspaces.clone(),
+                memories.clone(),
+                vault.clone(),
+            ),
             store: store.clone(),
             cluster: match (&cluster, &node) {
                 (Some(cluster), Some(node)) => Some(http::cluster::ClusterRouting::new(

@@ -1,10 +1,11 @@
-//! The cluster heartbeat: at a fixed interval, one round of membership work (renew this node's
-//! registration, notice that it was declared dead, hand over or take workspaces), run by a
-//! supervised actor so that a round that panics is restarted like any other child.
+//! A heartbeat: at a fixed interval, one round of periodic work, run by a supervised actor so
+//! that a round that panics is restarted like any other child. Two beat: the cluster's
+//! membership (renew this node's registration, notice that it was declared dead, hand over or
+//! take workspaces) and the purge of deleted content.
 //!
 //! A round runs in a task of its own, never in the mailbox, and at most one runs at a time: a
 //! slow database delays the next round instead of stacking them. The work lives behind
-//! [`Beat`], implemented by the cluster engine.
+//! [`Beat`], implemented by the cluster engine and the purger.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,11 +25,14 @@ pub trait Beat: Send + Sync + 'static {
 pub struct HeartbeatActor;
 
 pub struct HeartbeatArgs {
+    /// What beats, for logs (`cluster heartbeat`, `purge`).
+    pub what: &'static str,
     pub beat: Arc<dyn Beat>,
     pub interval: Duration,
 }
 
 pub struct HeartbeatState {
+    what: &'static str,
     beat: Arc<dyn Beat>,
     interval: Duration,
     running: bool,
@@ -58,6 +62,7 @@ impl Actor for HeartbeatActor {
         // The first round at once: a restarted heartbeat renews before the TTL runs out.
         myself.cast(HeartbeatMsg::Tick)?;
         Ok(HeartbeatState {
+            what: args.what,
             beat: args.beat,
             interval: args.interval,
             running: false,
@@ -95,10 +100,11 @@ impl Actor for HeartbeatActor {
                 if let Err(error) = outcome {
                     state.failures += 1;
                     tracing::warn!(
+                        what = state.what,
                         %error,
                         failures = state.failures,
                         elapsed_ms = elapsed.as_millis() as u64,
-                        "cluster heartbeat round failed"
+                        "periodic round failed"
                     );
                 }
                 let next = state.interval.saturating_sub(elapsed);
@@ -113,14 +119,16 @@ impl Actor for HeartbeatActor {
 #[derive(Clone)]
 pub struct Heartbeat {
     current: Current<HeartbeatMsg>,
+    what: &'static str,
     beat: Arc<dyn Beat>,
     interval: Duration,
 }
 
 impl Heartbeat {
-    pub fn new(beat: Arc<dyn Beat>, interval: Duration) -> Self {
+    pub fn new(what: &'static str, beat: Arc<dyn Beat>, interval: Duration) -> Self {
         Heartbeat {
             current: Current::default(),
+            what,
             beat,
             interval,
         }
@@ -131,6 +139,7 @@ impl Heartbeat {
 impl Child for Heartbeat {
     async fn spawn_linked(&self, supervisor: ActorCell) -> Result<ActorCell, SpawnErr> {
         let args = HeartbeatArgs {
+            what: self.what,
             beat: self.beat.clone(),
             interval: self.interval,
         };
@@ -176,6 +185,7 @@ mod tests {
                 fail,
             });
             let args = HeartbeatArgs {
+                what: "test",
                 beat: counting.clone(),
                 interval: Duration::from_millis(10),
             };

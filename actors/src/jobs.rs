@@ -81,6 +81,8 @@ pub enum JobsMsg {
     /// Stop every job of a workspace: queued ones are dropped, running ones killed, retries
     /// forgotten. Nothing is written: the jobs stay unfinished in storage.
     Release(Uuid),
+    /// Stop these jobs, as [`JobsMsg::Release`] does (their scope is being erased).
+    ReleaseJobs(Vec<Uuid>),
     /// Counters.
     GetStats(RpcReplyPort<JobStats>),
 }
@@ -129,17 +131,9 @@ impl Actor for JobsSupervisor {
                     .filter(|(_, ws)| **ws == workspace)
                     .map(|(id, _)| *id)
                     .collect();
-                state.known.retain(|id, _| !released.contains(id));
-                state.queue.retain(|(id, _)| !released.contains(id));
-                state.running.retain(|_, running| {
-                    if released.contains(&running.id) {
-                        tracing::info!(job_id = %running.id, %workspace, "job released: its workspace moved");
-                        running.worker.kill();
-                        return false;
-                    }
-                    true
-                });
+                release(state, &released);
             }
+            JobsMsg::ReleaseJobs(ids) => release(state, &ids.into_iter().collect()),
             JobsMsg::GetStats(reply) => {
                 let _ = reply.send(JobStats {
                     running: state.running.len(),
@@ -240,6 +234,11 @@ impl JobQueue {
     pub fn release(&self, workspace: Uuid) -> Result<(), CallFailure> {
         self.current.cast(JobsMsg::Release(workspace))
     }
+
+    /// Stops these jobs ([`JobsMsg::ReleaseJobs`]).
+    pub fn release_jobs(&self, ids: Vec<Uuid>) -> Result<(), CallFailure> {
+        self.current.cast(JobsMsg::ReleaseJobs(ids))
+    }
 }
 
 #[async_trait]
@@ -254,6 +253,21 @@ impl Child for Jobs {
     fn close(&self) {
         self.current.close();
     }
+}
+
+/// Forgets the jobs `released`: queued ones are dropped, running ones killed (their worker's
+/// end is then ignored), pending retries find them unknown.
+fn release(state: &mut JobsState, released: &HashSet<Uuid>) {
+    state.known.retain(|id, _| !released.contains(id));
+    state.queue.retain(|(id, _)| !released.contains(id));
+    state.running.retain(|_, running| {
+        if released.contains(&running.id) {
+            tracing::info!(job_id = %running.id, "job released");
+            running.worker.kill();
+            return false;
+        }
+        true
+    });
 }
 
 /// Starts queued jobs while there is room.

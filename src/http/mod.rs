@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod billing;
 pub mod cluster;
 pub mod dashboard;
+pub mod erasure;
 pub mod error;
 pub mod extract;
 pub mod health;
@@ -42,6 +43,7 @@ pub struct AppState {
     pub accounts: AccountsService,
     pub memories: MemoryService,
     pub vault: Arc<VaultService>,
+    pub erasure: crate::services::erasure::ErasureService,
     pub store: Arc<dyn Store>,
     pub web: web::WebConfig,
     pub billing: Arc<crate::services::billing::BillingService>,
@@ -251,6 +253,13 @@ fn routes() -> Router<AppState> {
                 .delete(memories::delete),
         )
         .route("/api/memories/{id}/forget", post(memories::forget))
+        .route("/api/memories/{id}/erase", post(erasure::erase_memory))
+        .route("/api/scopes/{scope}", delete(erasure::erase_scope))
+        .route("/api/scopes/{scope}/export", get(erasure::export_scope))
+        .route(
+            "/api/workspaces/{workspace_id}/erasures",
+            get(erasure::erasures),
+        )
         .route("/api/memories/{id}/history", get(memories::history))
         .route("/api/memories/{id}/feedback", post(memories::feedback))
         .route("/healthz", get(health::healthz))

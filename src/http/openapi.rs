@@ -4,7 +4,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::{accounts, billing, health, memories, vault};
+use super::{accounts, billing, erasure, health, memories, vault};
 use crate::model::accounts::{Role, SubscriptionStatus};
 use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
 use crate::model::{Category, PlanName, Ranking, Rating, Source};
@@ -44,6 +44,7 @@ use crate::services::vault::{
         memories::job, memories::get,
         memories::update, memories::delete, memories::forget, memories::history,
         memories::feedback,
+        erasure::erase_scope, erasure::export_scope, erasure::erase_memory, erasure::erasures,
         vault::list_vaults, vault::create_vault, vault::upload, vault::create_document,
         vault::list_documents, vault::get_document, vault::delete_document,
         vault::document_memories, vault::cancel_document, vault::retry_document, vault::search,
@@ -63,6 +64,7 @@ use crate::services::vault::{
         Category, Source, Rating, Ranking, MemoryType, VaultSearchMode, DocumentSourceType, PlanName,
         SearchHit, SearchResults, JobAccepted, JobView, JobPart, Profile,
         Graph, GraphNode, GraphLink, GraphMeta,
+        erasure::Erasure, erasure::ErasedCounts, erasure::ErasureList,
         health::Health, health::Readiness, health::ClusterView, health::NodeView,
         ChunkView, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
         DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentEventView, DocumentList,
@@ -79,6 +81,7 @@ use crate::services::vault::{
     modifiers(&ApiKeyScheme, &CommonResponses, &StrictStrings),
     tags(
         (name = "memories", description = "save, search, list, read, version, forget and rate memories"),
+        (name = "erasure", description = "erase an end user (a scope) or one memory for good, the erasure log, export before erasing"),
         (name = "context vault", description = "documents (parse, OCR, chunk, embed, extract), cited memories, curated facts and retrieval"),
         (name = "accounts", description = "sign-up, sign-in, sign-out and the session cookie"),
         (name = "workspaces", description = "workspaces, members and roles, invitations, API keys"),

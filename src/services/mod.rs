@@ -6,6 +6,7 @@ pub mod access;
 pub mod accounts;
 pub mod billing;
 pub mod cluster;
+pub mod erasure;
 pub mod liveness;
 pub mod memories;
 pub mod oauth;

@@ -8,6 +8,8 @@
 pub mod accounts;
 mod accounts_sql;
 pub mod cluster;
+pub mod erasure;
+mod erasure_sql;
 pub mod oauth;
 mod oauth_sql;
 mod sql;
@@ -76,7 +78,13 @@ pub struct IndexedMemory {
 /// Memories, workspaces and jobs here; the Context Vault's part in [`vault::VaultStore`], users,
 /// members, keys and billing in [`accounts::AccountStore`].
 pub trait Store:
-    vault::VaultStore + accounts::AccountStore + oauth::OAuthStore + Send + Sync + 'static
+    vault::VaultStore
+    + accounts::AccountStore
+    + oauth::OAuthStore
+    + erasure::ErasureStore
+    + Send
+    + Sync
+    + 'static
 {
     fn backend(&self) -> Backend;
     async fn ping(&self) -> StoreResult<()>;
@@ -162,11 +170,12 @@ pub trait Store:
     ) -> StoreResult<Vec<IndexedMemory>>;
     /// Stores (or replaces) the vectors of memories.
     async fn put_vectors(&self, vectors: &[(Uuid, Embedded)]) -> StoreResult<()>;
-    /// Every live memory of a workspace (current or not) with `seq > after_seq`, in `seq` order
-    /// (export).
+    /// Every live memory of a workspace (current or not), or of one of its scopes, with
+    /// `seq > after_seq`, in `seq` order (export).
     async fn workspace_memories_page(
         &self,
         workspace_id: Uuid,
+        scope: Option<&str>,
         after_seq: i64,
         limit: i64,
     ) -> StoreResult<Vec<(i64, Memory)>>;
@@ -237,6 +246,9 @@ pub async fn connect_node(
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .foreign_keys(true)
+            // Deleted content is overwritten with zeros in the file, not left in free pages
+            // (erasure; the write-ahead log is truncated after one: `ErasureStore::scrub`).
+            .pragma("secure_delete", "ON")
             .busy_timeout(Duration::from_secs(10))
             .synchronous(match settings.sqlite_synchronous {
                 SqliteSync::Normal => SqliteSynchronous::Normal,

@@ -834,6 +834,7 @@ macro_rules! sql_store {
             async fn workspace_memories_page(
                 &self,
                 workspace_id: Uuid,
+                scope: Option<&str>,
                 after_seq: i64,
                 limit: i64,
             ) -> StoreResult<Vec<(i64, Memory)>> {
@@ -847,11 +848,12 @@ macro_rules! sql_store {
                     "SELECT seq, ",
                     memory_columns!(),
                     " FROM memories WHERE workspace_id = $1 AND seq > $2 AND deleted_at IS NULL \
-                     ORDER BY seq LIMIT $3"
+                     AND ($4 IS NULL OR scope = $4) ORDER BY seq LIMIT $3"
                 ))
                 .bind(workspace_id)
                 .bind(after_seq)
                 .bind(limit)
+                .bind(scope)
                 .fetch_all(&self.pool)
                 .await?;
                 rows.into_iter()

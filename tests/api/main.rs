@@ -14,6 +14,7 @@ mod corpus;
 mod dashboard;
 mod edges;
 mod envelope;
+mod erasure;
 mod hostile;
 mod keys;
 mod mcp;

@@ -25,6 +25,7 @@ async fn health_and_readiness() {
         "index_maintainer",
         "jobs_supervisor",
         "ingestion_supervisor",
+        "purger",
     ] {
         assert_eq!(ready["parts"][part], "ok", "{ready}");
     }
@@ -91,6 +92,10 @@ async fn the_openapi_document_covers_every_route() {
             "/api/workspaces/{workspaceId}/api-keys/{keyId}",
             &["delete"],
         ),
+        ("/api/workspaces/{workspaceId}/erasures", &["get"]),
+        ("/api/memories/{id}/erase", &["post"]),
+        ("/api/scopes/{scope}", &["delete"]),
+        ("/api/scopes/{scope}/export", &["get"]),
         ("/api/subscription/current", &["get"]),
         ("/api/subscription/checkout", &["post"]),
         ("/api/subscription/portal", &["post"]),

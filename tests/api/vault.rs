@@ -45,7 +45,7 @@ async fn upload(
 }
 
 /// Queues a text document and returns its id.
-async fn add_text(app: &TestApp, title: &str, content: &str, extra: Value) -> String {
+pub(crate) async fn add_text(app: &TestApp, title: &str, content: &str, extra: Value) -> String {
     let mut body = json!({"title": title, "sourceType": "text", "content": content});
     crate::helpers::merge(&mut body, extra);
     let (status, json) = json_of(
@@ -104,7 +104,7 @@ async fn completed(app: &TestApp, id: &str) -> Value {
     completed_in(app, id, "").await
 }
 
-async fn completed_in(app: &TestApp, id: &str, scope: &str) -> Value {
+pub(crate) async fn completed_in(app: &TestApp, id: &str, scope: &str) -> Value {
     let detail = settle_in(app, id, scope).await;
     assert_eq!(detail["document"]["status"], "completed", "{detail}");
     detail["document"].clone()

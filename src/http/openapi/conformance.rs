@@ -17,6 +17,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::document;
+use crate::http::erasure::{Erasure, ErasureList};
 use crate::http::error::ErrorBody;
 use crate::http::health::{ClusterView, Health, NodeView, Readiness};
 use crate::services::accounts::{
@@ -58,6 +59,8 @@ fn round_trips() -> BTreeMap<&'static str, RoundTrip> {
         ("JobView", round_trip::<JobView>),
         ("Profile", round_trip::<Profile>),
         ("Graph", round_trip::<Graph>),
+        ("Erasure", round_trip::<Erasure>),
+        ("ErasureList", round_trip::<ErasureList>),
         ("CompanyFactCreated", round_trip::<CompanyFactCreated>),
         ("DocumentAccepted", round_trip::<DocumentAccepted>),
         ("DocumentDeleted", round_trip::<DocumentDeleted>),

@@ -25,12 +25,15 @@ use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::{FeedbackRecord, Store, Superseded};
 use crate::text::specifics::specifics;
 
+mod erasure;
 mod graph;
 mod notes;
 mod profile;
 mod rebuild;
 pub(crate) mod search;
 mod transfer;
+
+pub(crate) use transfer::export_line;
 
 pub use graph::{Graph, GraphLink, GraphMeta, GraphNode, GraphParams};
 pub use notes::{JobAccepted, JobPart, JobView, NoteJobs};

@@ -253,21 +253,31 @@ impl MemoryService {
         Ok(())
     }
 
-    /// Writes every live memory of a workspace (all versions, oldest first) as JSON lines;
-    /// returns how many.
+    /// Writes every live memory of a workspace, or of one of its scopes (all versions, oldest
+    /// first) as JSON lines; returns how many.
     pub async fn export(
         &self,
         workspace_id: Uuid,
+        scope: Option<&str>,
         output: &mut (impl std::io::Write + Send),
     ) -> Result<usize> {
-        export(&*self.store, workspace_id, output).await
+        export(&*self.store, workspace_id, scope, output).await
     }
+}
+
+/// One memory as a line of an export (what `import` reads), appended to `out`.
+pub(crate) fn export_line(memory: &crate::model::Memory, out: &mut Vec<u8>) -> Result<()> {
+    serde_json::to_writer(&mut *out, &MemoryView::from(memory))
+        .map_err(|e| Error::Internal(format!("cannot encode a memory: {e}")))?;
+    out.push(b'\n');
+    Ok(())
 }
 
 /// Export needs only the database (the CLI runs it without loading the model).
 pub async fn export(
     store: &dyn crate::storage::Store,
     workspace_id: Uuid,
+    scope: Option<&str>,
     output: &mut (impl std::io::Write + Send),
 ) -> Result<usize> {
     store
@@ -278,17 +288,18 @@ pub async fn export(
     let mut written = 0;
     loop {
         let page = store
-            .workspace_memories_page(workspace_id, after, EXPORT_PAGE)
+            .workspace_memories_page(workspace_id, scope, after, EXPORT_PAGE)
             .await?;
         let Some((last, _)) = page.last() else { break };
         after = *last;
+        let mut lines = Vec::new();
         for (_, memory) in &page {
-            let line = serde_json::to_string(&MemoryView::from(memory))
-                .map_err(|e| Error::Internal(format!("cannot encode a memory: {e}")))?;
-            writeln!(output, "{line}")
-                .map_err(|e| Error::Internal(format!("cannot write the export: {e}")))?;
+            export_line(memory, &mut lines)?;
             written += 1;
         }
+        output
+            .write_all(&lines)
+            .map_err(|e| Error::Internal(format!("cannot write the export: {e}")))?;
     }
     output
         .flush()

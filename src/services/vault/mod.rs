@@ -7,6 +7,7 @@
 //! (`memvault-pipelines`) then walks them through parse -> OCR -> chunk -> embed -> extract,
 //! through [`pipeline::PipelineStore`].
 
+mod erasure;
 mod fetch;
 mod index;
 mod pipeline;
