@@ -81,8 +81,9 @@ pub enum JobsMsg {
     /// Stop every job of a workspace: queued ones are dropped, running ones killed, retries
     /// forgotten. Nothing is written: the jobs stay unfinished in storage.
     Release(Uuid),
-    /// Stop these jobs, as [`JobsMsg::Release`] does (their scope is being erased).
-    ReleaseJobs(Vec<Uuid>),
+    /// Stop these jobs, as [`JobsMsg::Release`] does (their scope is being erased), and
+    /// answer once the running ones have ended: how many were known.
+    ReleaseJobs(Vec<Uuid>, RpcReplyPort<usize>),
     /// Counters.
     GetStats(RpcReplyPort<JobStats>),
 }
@@ -133,7 +134,15 @@ impl Actor for JobsSupervisor {
                     .collect();
                 release(state, &released);
             }
-            JobsMsg::ReleaseJobs(ids) => release(state, &ids.into_iter().collect()),
+            JobsMsg::ReleaseJobs(ids, reply) => {
+                let ids: HashSet<Uuid> = ids.into_iter().collect();
+                let known = ids.iter().filter(|id| state.known.contains_key(id)).count();
+                for worker in release(state, &ids) {
+                    // Killed already; bounded, so a stuck stop cannot hold the mailbox.
+                    let _ = worker.kill_and_wait(Some(Duration::from_secs(2))).await;
+                }
+                let _ = reply.send(known);
+            }
             JobsMsg::GetStats(reply) => {
                 let _ = reply.send(JobStats {
                     running: state.running.len(),
@@ -235,9 +244,15 @@ impl JobQueue {
         self.current.cast(JobsMsg::Release(workspace))
     }
 
-    /// Stops these jobs ([`JobsMsg::ReleaseJobs`]).
-    pub fn release_jobs(&self, ids: Vec<Uuid>) -> Result<(), CallFailure> {
-        self.current.cast(JobsMsg::ReleaseJobs(ids))
+    /// Stops these jobs and waits until the running ones have ended ([`JobsMsg::ReleaseJobs`]).
+    pub async fn release_jobs(
+        &self,
+        ids: Vec<Uuid>,
+        timeout: Duration,
+    ) -> Result<usize, CallFailure> {
+        self.current
+            .call(|reply| JobsMsg::ReleaseJobs(ids.clone(), reply), timeout)
+            .await
     }
 }
 
@@ -256,18 +271,21 @@ impl Child for Jobs {
 }
 
 /// Forgets the jobs `released`: queued ones are dropped, running ones killed (their worker's
-/// end is then ignored), pending retries find them unknown.
-fn release(state: &mut JobsState, released: &HashSet<Uuid>) {
+/// end is then ignored), pending retries find them unknown. Returns the killed workers.
+fn release(state: &mut JobsState, released: &HashSet<Uuid>) -> Vec<ActorCell> {
     state.known.retain(|id, _| !released.contains(id));
     state.queue.retain(|(id, _)| !released.contains(id));
+    let mut killed = Vec::new();
     state.running.retain(|_, running| {
         if released.contains(&running.id) {
             tracing::info!(job_id = %running.id, "job released");
             running.worker.kill();
+            killed.push(running.worker.clone());
             return false;
         }
         true
     });
+    killed
 }
 
 /// Starts queued jobs while there is room.

@@ -90,6 +90,7 @@ fn routed(path: &str) -> bool {
         || path.starts_with("/api/context-vault/")
         || path.starts_with("/api/subscription/")
         || path.starts_with("/api/workspaces/")
+        || path.starts_with("/api/scopes/")
 }
 
 /// The workspace a path names (`/api/workspaces/{id}/...`).
@@ -350,8 +351,27 @@ mod tests {
             "/api/context-vault/documents/upload",
             "/api/subscription/current",
             "/api/workspaces/0f8fad5b-d9cb-469f-a165-70867728950e/team",
+            "/api/scopes/alice",
         ] {
             assert!(routed(path), "{path}");
+        }
+        // Every documented route is routed, but those that touch no workspace: a new route
+        // cannot be forgotten here.
+        let local = [
+            "/api/auth/",
+            "/api/invitations/",
+            "/api/webhooks/",
+            "/healthz",
+            "/readyz",
+        ];
+        for path in crate::http::openapi::document().paths.paths.keys() {
+            if path == "/api/workspaces" || local.iter().any(|l| path.starts_with(l)) {
+                continue;
+            }
+            assert!(
+                routed(path),
+                "{path} is not routed to its workspace's owner"
+            );
         }
         for path in [
             "/api/auth/sign-in",

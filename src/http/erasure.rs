@@ -69,7 +69,7 @@ pub struct Erasure {
     /// Hex SHA-256 of `"<workspaceId>:<scope>"`: given a scope, an operator can tell whether
     /// it was erased.
     pub scope_hash: String,
-    /// The erased chain's root (`memory` erasures).
+    /// The memory id the erasure named (`memory` erasures; any version of the chain).
     pub memory_id: Option<Uuid>,
     /// `user` or `key`.
     pub by_kind: String,

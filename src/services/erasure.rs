@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use futures_util::TryStreamExt;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -106,8 +107,11 @@ impl ErasureService {
         self.vault.cancel_documents_of(&lane).await?;
         let mut record = Self::record(who, &lane, "scope", None);
         let erased = self.store.erase_scope(&lane, &record).await?;
+        // Committed: what follows cannot undo it, so it only logs what fails.
         self.memories.forget_erased(&lane, &erased);
-        self.vault.forget_erased(&erased)?;
+        if let Err(error) = self.vault.forget_erased(&erased) {
+            tracing::error!(%error, erasure_id = %record.id, "cannot remove erased vault entries from the index");
+        }
         self.scrub().await;
         record.counts = erased.counts;
         tracing::info!(
@@ -146,9 +150,11 @@ impl ErasureService {
     }
 
     async fn scrub(&self) {
-        // The erasure is committed; a failed scrub leaves freed pages for the next one.
-        if let Err(error) = self.store.scrub().await {
-            tracing::warn!(%error, "cannot scrub the database after an erasure");
+        // The erasure is committed; an unfinished scrub is done again by the next purge round.
+        match self.store.scrub().await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("readers kept the write-ahead log from being truncated after an erasure; the next purge round tries again"),
+            Err(error) => tracing::warn!(%error, "cannot scrub the database after an erasure"),
         }
     }
 
@@ -213,7 +219,10 @@ impl ErasureService {
                 }
                 Ok(Some((lines, next)))
             }
-        }))
+        })
+        // The answer is already 200 when a page fails: the stream is cut (the client sees an
+        // incomplete body) and the cause is logged here.
+        .inspect_err(|error| tracing::error!(%error, "a scope export failed midway")))
     }
 }
 
@@ -263,8 +272,12 @@ impl Purger {
             }
         }
         if purged > 0 {
-            self.store.scrub().await?;
             tracing::info!(purged, "purged the content of deleted memories");
+        }
+        // Every round, so that a scrub readers kept from finishing (after an erasure or a
+        // purge) is done soon after.
+        if !self.store.scrub().await? {
+            tracing::debug!("readers kept the write-ahead log from being truncated; next round");
         }
         Ok(purged)
     }

@@ -60,7 +60,7 @@ pub struct ErasureRecord {
     pub kind: String,
     /// Hex SHA-256 of `"<workspace id>:<scope>"`.
     pub scope_hash: String,
-    /// The erased chain's root, for `memory`.
+    /// The memory id a `memory` erasure named (any version of its chain).
     pub memory_id: Option<Uuid>,
     pub by: Eraser,
     pub counts: ErasureCounts,
@@ -99,6 +99,6 @@ pub trait ErasureStore: Send + Sync + 'static {
     ) -> StoreResult<u64>;
     /// After an erasure: make what it removed unreadable on disk where the backend allows
     /// (SQLite: a checkpoint that truncates the write-ahead log; PostgreSQL keeps dead tuples
-    /// until VACUUM, which this does not run).
-    async fn scrub(&self) -> StoreResult<()>;
+    /// until VACUUM, which this does not run). `false` when readers kept it from finishing.
+    async fn scrub(&self) -> StoreResult<bool>;
 }

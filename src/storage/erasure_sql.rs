@@ -62,6 +62,18 @@ fn actor(by: Eraser) -> (&'static str, Uuid) {
     }
 }
 
+/// Memory rows a delete returned (id, whether current and live): every one is a version, the
+/// live current ones leave the index and free room.
+fn record_deleted(deleted: Vec<(Uuid, bool)>, counts: &mut ErasureCounts, erased: &mut Erased) {
+    counts.versions = deleted.len() as u64;
+    erased.memory_ids = deleted
+        .into_iter()
+        .filter(|(_, live)| *live)
+        .map(|(id, _)| id)
+        .collect();
+    counts.memories = erased.memory_ids.len() as u64;
+}
+
 fn to_u64(n: i64) -> u64 {
     n.max(0) as u64
 }
@@ -135,13 +147,6 @@ macro_rules! erasure_sql {
                 counts: &mut ErasureCounts,
                 erased: &mut Erased,
             ) -> StoreResult<()> {
-                let chunks: Vec<(Uuid, Uuid)> = sqlx::query_as(
-                    "SELECT id, vault_id FROM vault_chunks WHERE workspace_id = $1 AND scope = $2",
-                )
-                .bind(lane.workspace_id)
-                .bind(&lane.scope)
-                .fetch_all(&mut **tx)
-                .await?;
                 let memories: Vec<(Uuid, Uuid)> = sqlx::query_as(
                     "SELECT m.id, m.vault_id FROM vault_memories m \
                      WHERE m.workspace_id = $1 AND m.scope = $2 AND NOT EXISTS ( \
@@ -166,6 +171,16 @@ macro_rules! erasure_sql {
                 .await?;
                 let memory_ids: Vec<Uuid> = memories.iter().map(|(id, _)| *id).collect();
                 counts.vault_memories = Self::delete_ids(tx, "vault_memories", &memory_ids).await?;
+                // Deleted with what they return (read before, a chunk written in between would
+                // be gone from the table but left in the index).
+                let chunks: Vec<(Uuid, Uuid)> = sqlx::query_as(
+                    "DELETE FROM vault_chunks WHERE workspace_id = $1 AND scope = $2 \
+                     RETURNING id, vault_id",
+                )
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .fetch_all(&mut **tx)
+                .await?;
                 counts.documents = sqlx::query(
                     "DELETE FROM vault_documents WHERE workspace_id = $1 AND scope = $2",
                 )
@@ -204,15 +219,6 @@ macro_rules! erasure_sql {
                 let mut tx = self.writer.begin().await?;
                 let mut erased = Erased::default();
                 let mut counts = ErasureCounts::default();
-                erased.memory_ids = sqlx::query_scalar(
-                    "SELECT id FROM memories WHERE workspace_id = $1 AND scope = $2 \
-                     AND is_current AND deleted_at IS NULL",
-                )
-                .bind(lane.workspace_id)
-                .bind(&lane.scope)
-                .fetch_all(&mut *tx)
-                .await?;
-                counts.memories = erased.memory_ids.len() as u64;
                 counts.vectors = Self::count(
                     &mut tx,
                     "SELECT COUNT(*) FROM memory_vectors v JOIN memories m ON m.id = v.memory_id \
@@ -227,12 +233,17 @@ macro_rules! erasure_sql {
                     lane,
                 )
                 .await?;
-                counts.versions = sqlx::query("DELETE FROM memories WHERE workspace_id = $1 AND scope = $2")
-                    .bind(lane.workspace_id)
-                    .bind(&lane.scope)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
+                // What was deleted is what it returns: a memory saved between a read and the
+                // delete is counted and unindexed too.
+                let deleted: Vec<(Uuid, bool)> = sqlx::query_as(
+                    "DELETE FROM memories WHERE workspace_id = $1 AND scope = $2 \
+                     RETURNING id, (is_current AND deleted_at IS NULL)",
+                )
+                .bind(lane.workspace_id)
+                .bind(&lane.scope)
+                .fetch_all(&mut *tx)
+                .await?;
+                record_deleted(deleted, &mut counts, &mut erased);
                 counts.jobs = sqlx::query("DELETE FROM memory_jobs WHERE workspace_id = $1 AND scope = $2")
                     .bind(lane.workspace_id)
                     .bind(&lane.scope)
@@ -273,16 +284,6 @@ macro_rules! erasure_sql {
                 };
                 let mut erased = Erased::default();
                 let mut counts = ErasureCounts::default();
-                erased.memory_ids = sqlx::query_scalar(
-                    "SELECT id FROM memories WHERE root_id = $1 AND workspace_id = $2 AND scope = $3 \
-                     AND is_current AND deleted_at IS NULL",
-                )
-                .bind(root)
-                .bind(lane.workspace_id)
-                .bind(&lane.scope)
-                .fetch_all(&mut *tx)
-                .await?;
-                counts.memories = erased.memory_ids.len() as u64;
                 counts.vectors = to_u64(
                     chain_count(
                         "SELECT COUNT(*) FROM memory_vectors v JOIN memories m ON m.id = v.memory_id \
@@ -311,22 +312,25 @@ macro_rules! erasure_sql {
                 .into_iter()
                 .flatten()
                 .collect();
-                counts.versions = sqlx::query(
-                    "DELETE FROM memories WHERE root_id = $1 AND workspace_id = $2 AND scope = $3",
+                let deleted: Vec<(Uuid, bool)> = sqlx::query_as(
+                    "DELETE FROM memories WHERE root_id = $1 AND workspace_id = $2 AND scope = $3 \
+                     RETURNING id, (is_current AND deleted_at IS NULL)",
                 )
                 .bind(root)
                 .bind(lane.workspace_id)
                 .bind(&lane.scope)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                // The finished notes the chain was split from hold its text: they are emptied
-                // (the job's record stays for its other memories; an unfinished one is left to
-                // finish).
+                .fetch_all(&mut *tx)
+                .await?;
+                record_deleted(deleted, &mut counts, &mut erased);
+                // The finished notes the chain was split from hold its text, in the note and in
+                // the job's result (the memories it made): both are emptied. The job's record
+                // stays, with its state and times; its other memories live on, unlisted there.
+                // An unfinished one is left to finish.
                 for origin in origins {
                     counts.jobs += sqlx::query(
-                        "UPDATE memory_jobs SET request = '' WHERE id = $1 AND workspace_id = $2 \
-                         AND finished_at IS NOT NULL AND request <> ''",
+                        "UPDATE memory_jobs SET request = '', result = NULL WHERE id = $1 \
+                         AND workspace_id = $2 AND finished_at IS NOT NULL \
+                         AND (request <> '' OR result IS NOT NULL)",
                     )
                     .bind(origin)
                     .bind(lane.workspace_id)
@@ -375,8 +379,8 @@ macro_rules! erasure_sql {
             ) -> StoreResult<u64> {
                 let mut tx = self.writer.begin().await?;
                 let mut qb = QueryBuilder::<$db>::new(
-                    "SELECT id FROM memories WHERE deleted_at IS NOT NULL AND content <> '' \
-                     AND deleted_at < ",
+                    "SELECT id, origin_id FROM memories WHERE deleted_at IS NOT NULL \
+                     AND content <> '' AND deleted_at < ",
                 );
                 qb.push_bind(before_micros);
                 if let Some(only) = only {
@@ -393,7 +397,15 @@ macro_rules! erasure_sql {
                 }
                 qb.push(" ORDER BY deleted_at LIMIT ");
                 qb.push_bind(limit);
-                let ids: Vec<Uuid> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
+                let rows: Vec<(Uuid, Option<Uuid>)> =
+                    qb.build_query_as().fetch_all(&mut *tx).await?;
+                let ids: Vec<Uuid> = rows.iter().map(|(id, _)| *id).collect();
+                let origins: Vec<Uuid> = rows
+                    .iter()
+                    .filter_map(|(_, origin)| *origin)
+                    .collect::<HashSet<_>>()
+                    .into_iter()
+                    .collect();
                 for batch in ids.chunks(IN_BATCH) {
                     for sql in [
                         "UPDATE memories SET content = '', content_norm = '', content_hash = '', \
@@ -410,17 +422,44 @@ macro_rules! erasure_sql {
                         qb.build().execute(&mut *tx).await?;
                     }
                 }
+                // A finished note none of whose memories is live any more holds only deleted
+                // text: it is emptied too.
+                for batch in origins.chunks(IN_BATCH) {
+                    let mut qb = QueryBuilder::<$db>::new(
+                        "UPDATE memory_jobs SET request = '', result = NULL \
+                         WHERE finished_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories m \
+                         WHERE m.origin_id = memory_jobs.id AND m.deleted_at IS NULL) AND id IN (",
+                    );
+                    let mut list = qb.separated(", ");
+                    for id in batch {
+                        list.push_bind(*id);
+                    }
+                    qb.push(")");
+                    qb.build().execute(&mut *tx).await?;
+                }
                 tx.commit().await?;
                 Ok(ids.len() as u64)
             }
 
-            async fn scrub(&self) -> StoreResult<()> {
-                if $backend == Backend::Sqlite {
-                    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                        .execute(&self.writer)
-                        .await?;
+            async fn scrub(&self) -> StoreResult<bool> {
+                if $backend != Backend::Sqlite {
+                    return Ok(true);
                 }
-                Ok(())
+                // `busy` is 1 when a reader kept the checkpoint from finishing: the log still
+                // holds frames then, and the next scrub (each purge round) tries again.
+                for attempt in 0..3 {
+                    let (busy, _, _): (i64, i64, i64) =
+                        sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                            .fetch_one(&self.writer)
+                            .await?;
+                    if busy == 0 {
+                        return Ok(true);
+                    }
+                    if attempt < 2 {
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                }
+                Ok(false)
             }
         }
     };

@@ -100,7 +100,12 @@ async fn save_in(app: &TestApp, scope: &str, content: &str, extra: Value) -> Val
 /// The workspace's memory count as its actor keeps it (what the memory limit is checked
 /// against), and as storage counts it: they must agree.
 async fn memory_count(app: &TestApp) -> i64 {
-    let counted = app.workspaces.usage(app.workspace_id).await.unwrap().memory_count as i64;
+    let counted = app
+        .workspaces
+        .usage(app.workspace_id)
+        .await
+        .unwrap()
+        .memory_count as i64;
     let stored = app
         .store
         .count_current_memories(app.workspace_id)
@@ -126,7 +131,10 @@ async fn note_in(app: &TestApp, scope: &str, note: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (_, json) = app
-            .get_json(&format!("/api/memories/jobs/{job}?scope={scope}"))
+            .get_json(&crate::helpers::with_scope(
+                &format!("/api/memories/jobs/{job}"),
+                scope,
+            ))
             .await;
         if json["state"] == "completed" {
             return;
@@ -319,20 +327,32 @@ async fn erasing_a_scope_leaves_no_trace_and_spares_other_scopes() {
     assert!(!log.to_string().contains("alice"), "{log}");
 }
 
-/// Erasing one memory removes its whole chain and the note it came from; the rest of the
-/// scope stays. Bad input is refused clearly.
+/// Erasing one memory removes its whole chain and the text of the note it came from; the rest
+/// of the scope stays. Bad input is refused clearly.
 #[tokio::test]
 async fn erasing_a_memory_removes_its_chain_only() {
     let app = spawn_app().await;
     let own = marker("zqxcarol");
-    let first = save_in(
-        &app,
-        "carol",
-        &format!("My passport number is {own}"),
-        json!({}),
-    )
-    .await;
-    let first_id = first["memory"]["id"].as_str().unwrap().to_string();
+    // A long note: the marker is in one of the memories it is split into.
+    let mut note = format!("My passport number is {own}. ");
+    for city in [
+        "Lisbon", "Oslo", "Quito", "Hanoi", "Dakar", "Lima", "Perth", "Riga",
+    ] {
+        note.push_str(&format!(
+            "In the summer I travelled to {city} with my two sisters and stayed for a week. "
+        ));
+    }
+    note.push_str(&"I like green tea in the morning and coffee after lunch. ".repeat(6));
+    assert!(note.len() > 1_000);
+    note_in(&app, "carol", &note).await;
+    let (_, listed) = app
+        .get_json(&format!("/api/memories?scope=carol&search={}", own))
+        .await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    let first_id = listed["memories"][0]["id"].as_str().unwrap().to_string();
+    let (_, all) = app.get_json("/api/memories?scope=carol").await;
+    let total = all["total"].as_i64().unwrap();
+    assert!(total > 1, "{all}");
     let second = save_in(
         &app,
         "carol",
@@ -341,7 +361,6 @@ async fn erasing_a_memory_removes_its_chain_only() {
     )
     .await;
     let second_id = second["memory"]["id"].as_str().unwrap().to_string();
-    save_in(&app, "carol", "I like green tea in the morning", json!({})).await;
 
     // Another scope cannot erase it; a malformed id is simply not found.
     for path in [
@@ -365,13 +384,14 @@ async fn erasing_a_memory_removes_its_chain_only() {
     assert_eq!(erased["kind"], "memory");
     assert_eq!(erased["erased"]["versions"], 2, "{erased}");
     assert_eq!(erased["erased"]["memories"], 1, "{erased}");
+    assert_eq!(erased["erased"]["jobs"], 1, "the note's text: {erased}");
     assert_eq!(traces(&app, &own).await, Vec::<String>::new());
     let (status, _) = app
         .get_json(&format!("/api/memories/{second_id}?scope=carol"))
         .await;
     assert_eq!(status, 404);
     let (_, rest) = app.get_json("/api/memories?scope=carol").await;
-    assert_eq!(rest["total"], 1, "{rest}");
+    assert_eq!(rest["total"], total - 1, "{rest}");
 
     // A scope is required, and its length is checked.
     let long = "s".repeat(201);
@@ -418,6 +438,27 @@ async fn only_owners_and_admins_erase_a_scope() {
     }
     let (_, list) = app.get_json("/api/memories?scope=erin").await;
     assert_eq!(list["total"], 1, "{list}");
+    // An admin's key may.
+    let (status, created) = json_of(
+        app.send_json(
+            Method::POST,
+            &format!("/api/workspaces/{}/api-keys", app.workspace_id),
+            &json!({"name": "admin", "role": "admin"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let response = app
+        .client
+        .delete(app.url("/api/scopes/erin"))
+        .header("X-API-Key", created["key"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (_, list) = app.get_json("/api/memories?scope=erin").await;
+    assert_eq!(list["total"], 0, "{list}");
 }
 
 /// With a retention of 0 days, a deleted memory's content is purged by the purger, here after
@@ -439,14 +480,34 @@ async fn deleted_content_is_purged_after_the_retention_across_a_restart() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert!(
-        !traces(&app, &own).await.is_empty(),
-        "a soft delete keeps the content until the purge"
-    );
+    // A long note whose one memory is forgotten: the note's text goes with the purge too.
+    let noted = marker("zqxnote");
+    note_in(
+        &app,
+        "",
+        &format!("The alarm code of the garage is {noted}. ").repeat(40),
+    )
+    .await;
+    let (_, listed) = app.get_json(&format!("/api/memories?search={noted}")).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    let from_note = listed["memories"][0]["id"].as_str().unwrap().to_string();
+    let response = app
+        .request(Method::POST, &format!("/api/memories/{from_note}/forget"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    for marker in [&own, &noted] {
+        assert!(
+            !traces(&app, marker).await.is_empty(),
+            "a soft delete keeps the content until the purge"
+        );
+    }
     let app = app.restart().await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let found = traces(&app, &own).await;
+        let mut found = traces(&app, &own).await;
+        found.extend(traces(&app, &noted).await);
         if found.is_empty() {
             break;
         }

@@ -5,13 +5,15 @@
 use uuid::Uuid;
 
 use super::MemoryService;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Lane;
 use crate::storage::erasure::Erased;
 
 impl MemoryService {
-    /// Stops the unfinished long-note jobs of `lane` (they would write into it again); their
-    /// rows are erased with the scope.
+    /// Stops the unfinished long-note jobs of `lane` (they would write into it again), and
+    /// waits until the running ones have ended; their rows are erased with the scope. (An
+    /// insert a killed job had already handed to the store commits within milliseconds, before
+    /// the erasure reads the scope in the common case; the window is not closed.)
     pub(crate) async fn release_jobs_of(&self, lane: &Lane) -> Result<usize> {
         let jobs: Vec<Uuid> = self
             .store
@@ -22,9 +24,10 @@ impl MemoryService {
             .map(|job| job.id)
             .collect();
         if let (Some(queue), false) = (self.jobs.get(), jobs.is_empty()) {
-            if let Err(error) = queue.release_jobs(jobs.clone()) {
-                tracing::warn!(workspace_id = %lane.workspace_id, %error, "cannot stop the jobs of an erased scope");
-            }
+            queue
+                .release_jobs(jobs.clone(), std::time::Duration::from_secs(10))
+                .await
+                .map_err(|e| Error::Unavailable(format!("cannot stop the scope's jobs: {e}")))?;
         }
         Ok(jobs.len())
     }
