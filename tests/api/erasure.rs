@@ -239,6 +239,29 @@ async fn erasing_a_scope_leaves_no_trace_and_spares_other_scopes() {
     );
     assert!(lines.iter().any(|l| l["id"] == second_id.as_str()));
     assert!(lines.iter().all(|l| l["scope"] == "alice"));
+    // The command line writes the same lines.
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("alice.jsonl");
+    let (ok, _, stderr) = crate::cli::admin(
+        &app.db,
+        dir.path(),
+        &[
+            "export",
+            "--workspace",
+            &app.workspace_id.to_string(),
+            "--scope",
+            "alice",
+            "--output",
+            output.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let from_cli: Vec<Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(from_cli, lines);
 
     assert!(
         !traces(&app, &own).await.is_empty(),
