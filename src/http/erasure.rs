@@ -112,7 +112,10 @@ pub struct ErasureList {
 #[into_params(parameter_in = Query)]
 pub struct ErasureListParams {
     /// 1 to 100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
+    /// 0 or more, default 0.
+    #[param(minimum = 0, maximum = 2147483647)]
     pub offset: Option<i64>,
 }
 

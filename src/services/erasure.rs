@@ -176,8 +176,11 @@ impl ErasureService {
             ));
         }
         let offset = offset.unwrap_or(0);
-        if offset < 0 {
-            return Err(Error::validation("offset", "must be 0 or more"));
+        if !(0..=i32::MAX as i64).contains(&offset) {
+            return Err(Error::validation(
+                "offset",
+                format!("must be between 0 and {}", i32::MAX),
+            ));
         }
         Ok(self
             .store
