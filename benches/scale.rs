@@ -106,9 +106,10 @@ use anyhow::{bail, Context};
 use client::{client, expect, expect_json, BODY_SHOWN};
 use cpu::process_cpu_time;
 use database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
-use machine::{cores, cpu_model, load_now, others_share, wait_until_idle, Load};
+use machine::{cores, cpu_model, load_now, others_share, steal_share, wait_until_idle, Load};
 use memvault::config::Settings;
 use memvault::embedding::{Embedder, BATCH_SIZE};
+use memvault::services::memories::IMPORT_BATCH;
 use memvault::startup::{load_embedder, Application, Overrides};
 use reqwest::StatusCode;
 use serde::Deserialize;
@@ -127,6 +128,8 @@ const PROGRESS_EVERY: usize = 5_000;
 const TAIL_SAVES: usize = 2_000;
 /// Single-client saves at the end.
 const SINGLE_SAVES: usize = 300;
+/// Saves sent by `BENCH_CONCURRENCY` clients at once after the restart (new texts).
+const CONCURRENT_SAVES: usize = 1_000;
 /// Queries asked before any measured search, never reused.
 const WARMUP_QUERIES: usize = 20;
 /// Memory texts the model embeds alone in batches, to measure its throughput.
@@ -145,6 +148,12 @@ const TARGET_SEARCH_P50_MS: f64 = 10.0;
 const TARGET_SEARCH_P95_MS: f64 = 25.0;
 const TARGET_SAVE_P50_MS: f64 = 15.0;
 const TARGET_RSS_MB: f64 = 500.0;
+/// The write path's targets (issue 34), ratios measured in one run.
+const TARGET_BATCH_GAIN: f64 = 1.5;
+const TARGET_IMPORT_SHARE: f64 = 0.8;
+const TARGET_IMPORT_FLAT: f64 = 0.85;
+const TARGET_CONCURRENT_SAVE_SHARE: f64 = 0.7;
+const TARGET_QUERY_OVERHEAD_MS: f64 = 3.0;
 
 struct Config {
     /// The commit when the run started (a run lasts an hour; HEAD may move meanwhile).
@@ -801,9 +810,19 @@ struct ModelAlone {
     query: Pass,
     /// One memory text per call (the texts of the single-client saves).
     memory: Pass,
-    /// Memory texts in batches of `batch` (as the save batcher groups them while seeding).
+    /// The first seeded memory texts, one per call.
+    seeded_single: Pass,
+    /// The same texts in batches of `batch` (as the save batcher groups concurrent saves).
     batched: Pass,
     batch: usize,
+    /// The same texts in the import's batches ([`IMPORT_BATCH`]).
+    import_batched: Pass,
+}
+
+impl ModelAlone {
+    fn rate(pass: &Pass) -> f64 {
+        pass.results as f64 / pass.wall.as_secs_f64().max(1e-9)
+    }
 }
 
 // ----------------------------------------------------------------------------------------
@@ -883,6 +902,8 @@ struct Measured {
     /// Machine load at the start, after seeding, after the restart, at the end.
     loads: [Option<Load>; 4],
     single_saves: Seeding,
+    /// `BENCH_CONCURRENCY` clients saving at once, after the single-client saves.
+    concurrent_saves: Seeding,
     /// After the searches.
     rss_searched: Option<MemoryStatus>,
     /// After the single-client saves (before the model is called alone).
@@ -1017,6 +1038,7 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
         searches,
         rss_searched,
         single_saves,
+        concurrent_saves,
         rss_end,
         model,
     } = outcome?;
@@ -1037,6 +1059,7 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
         model,
         loads: [load_start, load_seeded, load_restarted, load_end],
         single_saves,
+        concurrent_saves,
         rss_searched,
         rss_end,
         db_connections: settings.db_max_connections,
@@ -1049,6 +1072,7 @@ struct Restarted {
     searches: Vec<SearchRow>,
     rss_searched: Option<MemoryStatus>,
     single_saves: Seeding,
+    concurrent_saves: Seeding,
     rss_end: Option<MemoryStatus>,
     model: ModelAlone,
 }
@@ -1098,11 +1122,23 @@ async fn measure_restarted(
         false,
     )
     .await?;
+    eprintln!("{CONCURRENT_SAVES} saves from {c} clients");
+    let first = n + SINGLE_SAVES;
+    let concurrent_saves = run_saves(
+        target,
+        "concurrent saves",
+        &corpus.texts,
+        first..first + CONCURRENT_SAVES,
+        c,
+        false,
+    )
+    .await?;
     let rss_end = memory_status();
 
     // Last: calling the model directly allocates in this process too.
     eprintln!("the model alone");
     let batch = c.min(BATCH_SIZE);
+    let seeded = &corpus.texts[..n.min(MODEL_BATCHED_TEXTS)];
     let model = ModelAlone {
         query: embed_alone(embedder, "one query", measured, 1).await?,
         memory: embed_alone(
@@ -1112,20 +1148,23 @@ async fn measure_restarted(
             1,
         )
         .await?,
-        batched: embed_alone(
+        seeded_single: embed_alone(embedder, "seeded texts one at a time", seeded, 1).await?,
+        batched: embed_alone(embedder, "memory texts in batches", seeded, batch).await?,
+        batch,
+        import_batched: embed_alone(
             embedder,
-            "memory texts in batches",
-            &corpus.texts[..n.min(MODEL_BATCHED_TEXTS)],
-            batch,
+            "memory texts in the import's batches",
+            seeded,
+            IMPORT_BATCH,
         )
         .await?,
-        batch,
     };
 
     Ok(Restarted {
         searches: rows,
         rss_searched,
         single_saves,
+        concurrent_saves,
         rss_end,
         model,
     })
@@ -1320,6 +1359,21 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
         single.duplicate,
         single.superseded
     );
+    let concurrent = &m.concurrent_saves;
+    let _ = writeln!(
+        w,
+        "| {} more saves after those | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
+        concurrent.pass.requests,
+        config.concurrency,
+        concurrent.pass.throughput(),
+        concurrent.pass.p(50.0),
+        concurrent.pass.p(95.0),
+        concurrent.pass.p(99.0),
+        concurrent.pass.max(),
+        concurrent.created,
+        concurrent.duplicate,
+        concurrent.superseded
+    );
     let _ = writeln!(w);
 
     let _ = writeln!(w, "### Start-up");
@@ -1412,10 +1466,16 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
             1,
             &model.memory,
         ),
+        ("memory texts (the first seeded)", 1, &model.seeded_single),
         (
             "memory texts (the first seeded)",
             model.batch,
             &model.batched,
+        ),
+        (
+            "memory texts (the first seeded)",
+            IMPORT_BATCH,
+            &model.import_batched,
         ),
     ] {
         let _ = writeln!(
@@ -1508,16 +1568,20 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     );
     let _ = writeln!(w);
 
+    write_path_ratios(w, config, m);
+
     let _ = writeln!(w, "### Other load on the machine");
     let _ = writeln!(w);
     let _ = writeln!(
         w,
         "CPU time other processes used, as a share of all {cores} cores (`/proc/stat` busy time \
-         minus this process's CPU time): the figures above are only comparable when it is low."
+         minus this process's CPU time), and the steal time (the hypervisor running someone \
+         else while this machine's virtual CPUs had work): the figures above are only \
+         comparable when both are low."
     );
     let _ = writeln!(w);
-    let _ = writeln!(w, "| phase | other processes |");
-    let _ = writeln!(w, "|---|--:|");
+    let _ = writeln!(w, "| phase | other processes | steal |");
+    let _ = writeln!(w, "|---|--:|--:|");
     let [start, seeded, restarted, end] = m.loads;
     for (phase, a, b) in [
         ("seeding", start, seeded),
@@ -1528,8 +1592,19 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
             end,
         ),
     ] {
-        let _ = writeln!(w, "| {phase} | {} |", others_share(a, b));
+        let _ = writeln!(
+            w,
+            "| {phase} | {} | {} |",
+            others_share(a, b),
+            steal_share(a, b)
+        );
     }
+    let _ = writeln!(
+        w,
+        "| **the whole run** | {} | {} |",
+        others_share(start, end),
+        steal_share(start, end)
+    );
     let _ = writeln!(w);
 
     let _ = writeln!(w, "### Resident memory (MB = 10^6 bytes)");
@@ -1566,6 +1641,15 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     let mut failed: Vec<(String, &Pass)> = vec![
         ("seeding".to_string(), &seed.pass),
         ("single-client saves".to_string(), &single.pass),
+        ("concurrent saves".to_string(), &m.concurrent_saves.pass),
+        (
+            "the model alone: seeded texts one at a time".to_string(),
+            &model.seeded_single,
+        ),
+        (
+            "the model alone: the import's batches".to_string(),
+            &model.import_batched,
+        ),
         ("the model alone: queries".to_string(), &model.query),
         ("the model alone: memory texts".to_string(), &model.memory),
         ("the model alone: batches".to_string(), &model.batched),
@@ -1650,18 +1734,118 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     out
 }
 
+/// The write path's figures as ratios of the model's own throughput in the same run (issue 34):
+/// absolute times move from run to run on shared machines, ratios hold.
+fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
+    let model = &m.model;
+    let single = ModelAlone::rate(&model.seeded_single);
+    let imported = ModelAlone::rate(&model.import_batched);
+    let micro = ModelAlone::rate(&model.batched);
+    let _ = writeln!(
+        w,
+        "### The write path against the model (ratios in this run)"
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "The model's own throughput on the first {} seeded texts: {single:.0} texts/s one at a \
+         time, {micro:.0} in batches of {} (the save batcher's), {imported:.0} in the import's \
+         batches of {IMPORT_BATCH}.",
+        model.seeded_single.results, model.batch
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(w, "| figure | measured | target | verdict |");
+    let _ = writeln!(w, "|---|--:|--:|---|");
+    let gain = imported / single.max(1e-9);
+    let _ = writeln!(
+        w,
+        "| batching pays: the import's batches / one at a time (texts/s) | {gain:.2} | >= {TARGET_BATCH_GAIN} | {} |",
+        verdict(gain >= TARGET_BATCH_GAIN)
+    );
+    let seed = &m.seeding;
+    let stages: Vec<f64> = {
+        let mut before = (0, Duration::ZERO);
+        seed.milestones
+            .iter()
+            .map(|milestone| {
+                let rate = (milestone.done - before.0) as f64
+                    / milestone
+                        .elapsed
+                        .saturating_sub(before.1)
+                        .as_secs_f64()
+                        .max(1e-9);
+                before = (milestone.done, milestone.elapsed);
+                rate
+            })
+            .collect()
+    };
+    let what = if config.import { "import" } else { "seeding" };
+    if let (Some(first), Some(last)) = (stages.first(), stages.last()) {
+        for (i, rate) in stages.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "| {what} stage {} / the model in the import's batches | {:.2} ({rate:.0} lines/s) | | |",
+                i + 1,
+                rate / imported.max(1e-9)
+            );
+        }
+        let share = last / imported.max(1e-9);
+        let _ = writeln!(
+            w,
+            "| {what}, last stage / the model in the import's batches | {share:.2} | >= {TARGET_IMPORT_SHARE} | {} |",
+            verdict(share >= TARGET_IMPORT_SHARE)
+        );
+        let flat = last / first.max(1e-9);
+        let _ = writeln!(
+            w,
+            "| {what}, last stage / first stage | {flat:.2} | >= {TARGET_IMPORT_FLAT} | {} |",
+            verdict(flat >= TARGET_IMPORT_FLAT)
+        );
+    }
+    let concurrent = m.concurrent_saves.pass.throughput() / imported.max(1e-9);
+    let _ = writeln!(
+        w,
+        "| {} clients saving ({:.0} saves/s) / the model in the import's batches | {concurrent:.2} | >= {TARGET_CONCURRENT_SAVE_SHARE} | {} |",
+        config.concurrency,
+        m.concurrent_saves.pass.throughput(),
+        verdict(concurrent >= TARGET_CONCURRENT_SAVE_SHARE)
+    );
+    let fresh = m
+        .searches
+        .iter()
+        .find(|r| r.1 == "hybrid" && r.2 == "fresh" && r.3 == 1)
+        .map(|r| r.4.p(50.0));
+    if let Some(fresh) = fresh {
+        let overhead = fresh - model.query.p(50.0);
+        let _ = writeln!(
+            w,
+            "| hybrid search p50, fresh query ({fresh:.2} ms) - the model's one-query p50 ({:.2} ms) | {overhead:.2} ms | <= {TARGET_QUERY_OVERHEAD_MS} ms | {} |",
+            model.query.p(50.0),
+            verdict(overhead <= TARGET_QUERY_OVERHEAD_MS)
+        );
+    }
+    let [start, _, _, end] = m.loads;
+    let _ = writeln!(
+        w,
+        "| steal time over the run (share of all cores) | {} | | |",
+        steal_share(start, end)
+    );
+    let _ = writeln!(w);
+}
+
 fn main() -> anyhow::Result<()> {
     memvault::startup::runtime()?.block_on(run())
 }
 
 async fn run() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let corpus = load_corpus(&config.scifact_dir, config.memories + SINGLE_SAVES)?;
-    if corpus.texts.len() < config.memories + SINGLE_SAVES {
+    let after_seeding = SINGLE_SAVES + CONCURRENT_SAVES;
+    let corpus = load_corpus(&config.scifact_dir, config.memories + after_seeding)?;
+    if corpus.texts.len() < config.memories + after_seeding {
         bail!(
             "SciFact yields only {} distinct texts; BENCH_MEMORIES must be at most {}",
             corpus.texts.len(),
-            corpus.texts.len().saturating_sub(SINGLE_SAVES)
+            corpus.texts.len().saturating_sub(after_seeding)
         );
     }
     let most_queries = corpus.queries.len().saturating_sub(WARMUP_QUERIES) / 2;
@@ -1686,9 +1870,12 @@ async fn run() -> anyhow::Result<()> {
         .sum::<usize>()
         + measured.seeding.pass.errors
         + measured.single_saves.pass.errors
+        + measured.concurrent_saves.pass.errors
         + measured.model.query.errors
         + measured.model.memory.errors
-        + measured.model.batched.errors;
+        + measured.model.seeded_single.errors
+        + measured.model.batched.errors
+        + measured.model.import_batched.errors;
     if errors > 0 {
         bail!("{errors} requests did not answer as expected (first ones shown above)");
     }

@@ -16,6 +16,9 @@ pub struct Load {
     pub machine_busy: Duration,
     /// CPU time of this process ([`process_cpu_time`]).
     pub own: Duration,
+    /// Steal time of all CPUs (`/proc/stat`): time the hypervisor gave this machine's virtual
+    /// CPUs to others while they had work.
+    pub steal: Duration,
 }
 
 /// The [`Load`] now; `None` when it cannot be read (not Linux).
@@ -34,6 +37,7 @@ pub fn load_now() -> Option<Load> {
         at: Instant::now(),
         machine_busy: Duration::from_millis(busy * 10),
         own: process_cpu_time()?,
+        steal: Duration::from_millis(ticks.get(7)? * 10),
     })
 }
 
@@ -54,6 +58,17 @@ pub fn others_share(a: Option<Load>, b: Option<Load>) -> String {
         "{:.0}%",
         100.0 * busy.saturating_sub(own).as_secs_f64() / wall.max(1e-9)
     )
+}
+
+/// Share of all the machine's cores that the hypervisor stole between `a` and `b`: a high
+/// figure means a slow machine, not a slow program.
+pub fn steal_share(a: Option<Load>, b: Option<Load>) -> String {
+    let (Some(a), Some(b)) = (a, b) else {
+        return "n/a".to_string();
+    };
+    let steal = b.steal.saturating_sub(a.steal);
+    let wall = b.at.duration_since(a.at).as_secs_f64() * cores() as f64;
+    format!("{:.1}%", 100.0 * steal.as_secs_f64() / wall.max(1e-9))
 }
 
 /// Waits until this process uses less than 10% of one core over a second (background index

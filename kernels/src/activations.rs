@@ -58,13 +58,13 @@ pub fn masked_softmax(scores: &[f32], mask: &[f32], out: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn wide() -> bool {
+pub(crate) fn wide() -> bool {
     static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DETECTED.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
 }
 
 #[cfg(target_arch = "x86_64")]
-fn fma() -> bool {
+pub(crate) fn fma() -> bool {
     static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DETECTED.get_or_init(|| {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -110,8 +110,10 @@ fn gelu_body(src: &[f32], out: &mut [f32]) {
     }
 }
 
+/// The softmax of [`masked_softmax`], inlined into the caller's compilation (its target
+/// features), for the attention kernel.
 #[inline(always)]
-fn softmax_body(scores: &[f32], mask: &[f32], out: &mut [f32]) {
+pub(crate) fn softmax_body(scores: &[f32], mask: &[f32], out: &mut [f32]) {
     let (score_blocks, score_rest) = scores.as_chunks::<LANES>();
     let (mask_blocks, mask_rest) = mask.as_chunks::<LANES>();
     let real = |s: f32, m: f32| if m != 0.0 { s } else { f32::NEG_INFINITY };
@@ -177,15 +179,20 @@ fn erf(x: f32) -> f32 {
 #[inline(always)]
 fn exp_nonpositive(x: f32) -> f32 {
     // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a library call.
+    // The rounded sum also holds the integer in its low mantissa bits, read back with integer
+    // arithmetic: a float-to-integer cast (`as i32`) saturates and maps NaN to 0, which the
+    // compiler cannot vectorise, and with it GELU and the softmax ran one element at a time.
     const ROUND: f32 = 12_582_912.0;
     let y = (x * std::f32::consts::LOG2_E).max(-126.0);
-    let n = (y + ROUND) - ROUND;
+    let rounded = y + ROUND;
+    let n = rounded - ROUND;
     let t = (y - n) * std::f32::consts::LN_2;
     let two_to_f = 1.0
         + t * (1.0
             + t * (0.5
                 + t * (1.0 / 6.0 + t * (1.0 / 24.0 + t * (1.0 / 120.0 + t * (1.0 / 720.0))))));
-    let two_to_n = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let integer = rounded.to_bits().wrapping_sub(ROUND.to_bits());
+    let two_to_n = f32::from_bits(integer.wrapping_add(127) << 23);
     two_to_f * two_to_n
 }
 

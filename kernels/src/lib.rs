@@ -7,4 +7,5 @@
 //! knowledge of models or storage: slices in, slices out.
 
 pub mod activations;
+pub mod attention;
 pub mod bf16;

@@ -6,20 +6,19 @@
 //! `memvault_kernels::activations`, compiled for the widest vectors the CPU has).
 //! It also runs three matrix products for query, key and value and scales the scores
 //! afterwards; here the three are one product with the scale folded into the query weights at
-//! load time; the padding mask is applied inside the softmax ([`MaskedSoftmax`]) instead of
-//! by a pass of its own; and the weights are kept transposed ([`Dense`]), which spares the
+//! load time; attention (scores, the masked softmax, the weighted values) is one pass over
+//! that product ([`Attention`], `memvault_kernels::attention`) instead of two small matrix
+//! products per text and head, which made a batch slower per text than a single text; and the weights are kept transposed ([`Dense`]), which spares the
 //! matrix product a repacking on every call. The arithmetic is otherwise the same, and a test
 //! holds the vectors to the reference model's.
 
-use candle_core::{
-    CpuStorage, CustomOp1, CustomOp2, DType, Layout, Module, Result, Shape, Tensor, D,
-};
+use candle_core::{CpuStorage, CustomOp1, Layout, Module, Result, Shape, Tensor};
 use candle_nn::{layer_norm, LayerNorm, VarBuilder};
 use rayon::prelude::*;
 
 use crate::config::EmbeddingPrecision;
-use memvault_kernels::activations;
 use memvault_kernels::bf16::{self, PackedDense};
+use memvault_kernels::{activations, attention};
 use serde::Deserialize;
 
 /// Elements per parallel task of the element-wise passes.
@@ -222,38 +221,36 @@ impl Encoder {
         })
     }
 
-    /// Hidden states `(batch, tokens, hidden)` of token ids `(batch, tokens)` (`u32`), with
-    /// `mask` (same shape, 1 for a token, 0 for padding) keeping padding out of attention.
-    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (batch, tokens) = ids.dims2()?;
-        let hidden = self.words.dim(1)?;
-        if tokens > self.positions.dim(0)? {
-            candle_core::bail!("{tokens} tokens is over the model's positions");
+    /// Hidden states `(tokens, hidden)` of texts packed one after the other without padding:
+    /// `ids` holds every text's token ids in turn (`u32`, `(tokens,)`), `lengths` how many
+    /// belong to each text. Every part but attention works token by token; attention keeps
+    /// each text to its own tokens ([`Attention`]).
+    pub fn forward(&self, ids: &[u32], lengths: &[usize]) -> Result<Tensor> {
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        if longest > self.positions.dim(0)? {
+            candle_core::bail!("{longest} tokens is over the model's positions");
         }
-        let words = self
-            .words
-            .index_select(&ids.flatten_all()?, 0)?
-            .reshape((batch, tokens, hidden))?;
-        let mut x = self
-            .embedding_norm
-            .forward(&words.broadcast_add(&self.positions.narrow(0, 0, tokens)?)?)?;
-        let mask = mask.to_dtype(DType::F32)?.contiguous()?;
-        let head = hidden / self.heads;
+        if lengths.iter().sum::<usize>() != ids.len() {
+            candle_core::bail!("{} token ids for texts of {lengths:?} tokens", ids.len());
+        }
+        let device = self.words.device();
+        let positions: Vec<u32> = lengths
+            .iter()
+            .flat_map(|&length| 0..length as u32)
+            .collect();
+        let words = self.words.index_select(&Tensor::new(ids, device)?, 0)?;
+        let positions = self
+            .positions
+            .index_select(&Tensor::new(positions.as_slice(), device)?, 0)?;
+        let mut x = self.embedding_norm.forward(&(words + positions)?)?;
+        let hidden = self.words.dim(1)?;
+        let attention = Attention {
+            heads: self.heads,
+            head: hidden / self.heads,
+            lengths: lengths.to_vec(),
+        };
         for layer in &self.layers {
-            let qkv = layer
-                .qkv
-                .forward(&x)?
-                .reshape((batch, tokens, 3, self.heads, head))?
-                .permute((2, 0, 3, 1, 4))?;
-            let q = qkv.get(0)?.contiguous()?;
-            let k = qkv.get(1)?.contiguous()?;
-            let v = qkv.get(2)?.contiguous()?;
-            let weights = q.matmul(&k.t()?)?.apply_op2_no_bwd(&mask, &MaskedSoftmax)?;
-            let context = weights
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((batch, tokens, hidden))?;
+            let context = layer.qkv.forward(&x)?.apply_op1_no_bwd(&attention)?;
             let x1 = layer
                 .attention_norm
                 .forward(&(layer.attention_out.forward(&context)? + &x)?)?;
@@ -266,13 +263,23 @@ impl Encoder {
     }
 }
 
-/// Mean of the hidden states over the real tokens, then unit length: `(batch, hidden)`.
-pub fn mean_pool_normalized(hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-    let mean = summed.broadcast_div(&mask.sum(1)?)?;
-    let norms = mean.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?;
-    mean.broadcast_div(&norms)
+/// The mean of each text's hidden states, scaled to unit length: one vector per text, from
+/// [`Encoder::forward`]'s `(tokens, hidden)` and the texts' lengths.
+pub fn mean_pool_normalized(hidden: &Tensor, lengths: &[usize]) -> Result<Vec<Vec<f32>>> {
+    let width = hidden.dim(1)?;
+    let values = hidden.flatten_all()?.to_vec1::<f32>()?;
+    let mut vectors = Vec::with_capacity(lengths.len());
+    let mut rows = values.chunks_exact(width);
+    for &length in lengths {
+        let mut mean = vec![0.0f32; width];
+        for row in rows.by_ref().take(length) {
+            mean.iter_mut().zip(row).for_each(|(m, v)| *m += v);
+        }
+        mean.iter_mut().for_each(|m| *m /= length.max(1) as f32);
+        super::normalize(&mut mean);
+        vectors.push(mean);
+    }
+    Ok(vectors)
 }
 
 /// GELU, `x * Φ(x)`, on a contiguous `f32` tensor in one pass (in parallel blocks).
@@ -299,53 +306,46 @@ impl CustomOp1 for Gelu {
     }
 }
 
-/// Softmax over the last dimension of attention scores `(batch, heads, queries, keys)`, with
-/// the keys whose mask `(batch, keys)` is 0 (padding) given no weight.
-struct MaskedSoftmax;
+/// Multi-head self-attention ([`attention::self_attention`]) of the fused query-key-value
+/// product `(tokens, 3 x hidden)` of texts of `lengths` tokens packed one after the other:
+/// `(tokens, hidden)`.
+struct Attention {
+    heads: usize,
+    head: usize,
+    lengths: Vec<usize>,
+}
 
-impl CustomOp2 for MaskedSoftmax {
+impl CustomOp1 for Attention {
     fn name(&self) -> &'static str {
-        "masked-softmax"
+        "self-attention"
     }
 
-    fn cpu_fwd(
-        &self,
-        scores: &CpuStorage,
-        scores_layout: &Layout,
-        mask: &CpuStorage,
-        mask_layout: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (CpuStorage::F32(scores), Some((s0, s1)), CpuStorage::F32(mask), Some((m0, m1))) = (
-            scores,
-            scores_layout.contiguous_offsets(),
-            mask,
-            mask_layout.contiguous_offsets(),
-        ) else {
-            candle_core::bail!("masked softmax takes contiguous f32 tensors");
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(qkv), Some((start, end))) = (storage, layout.contiguous_offsets())
+        else {
+            candle_core::bail!("attention takes a contiguous f32 tensor");
         };
-        let (batch, heads, queries, keys) = scores_layout.shape().dims4()?;
-        let mask = &mask[m0..m1];
-        if mask.len() != batch * keys {
-            candle_core::bail!("mask of {} for {batch} x {keys} keys", mask.len());
+        let (tokens, width) = layout.shape().dims2()?;
+        let hidden = self.heads * self.head;
+        if width != 3 * hidden {
+            candle_core::bail!("attention of {} heads got {width} columns", self.heads);
         }
-        let rows_per_item = heads * queries;
-        let mut out = vec![0.0f32; s1 - s0];
-        out.par_chunks_mut(keys)
-            .zip(scores[s0..s1].par_chunks(keys))
-            .enumerate()
-            .for_each(|(row, (out, scores))| {
-                let item = row / rows_per_item;
-                let mask = &mask[item * keys..(item + 1) * keys];
-                activations::masked_softmax(scores, mask, out);
-            });
-        Ok((CpuStorage::F32(out), scores_layout.shape().clone()))
+        let Some(out) =
+            attention::self_attention(&qkv[start..end], &self.lengths, self.heads, self.head)
+        else {
+            candle_core::bail!(
+                "attention over {tokens} tokens got texts of {:?} tokens",
+                self.lengths
+            );
+        };
+        Ok((CpuStorage::F32(out), Shape::from((tokens, hidden))))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::Device;
+    use candle_core::{DType, Device};
 
     #[test]
     fn gelu_matches_candles_exact_gelu() {
@@ -365,36 +365,92 @@ mod tests {
         }
     }
 
+    /// The attention op against the same attention written in candle's tensor operations on
+    /// padded texts (split by head, scores, softmax with padding pushed to -1e30, weighted
+    /// values).
     #[test]
-    fn masked_softmax_matches_candles_softmax_and_ignores_padding() {
+    fn attention_matches_candles_tensor_operations_on_padded_texts() {
         let device = Device::Cpu;
-        // (batch 2, heads 2, queries 3, keys 4); the second item has one padded key.
-        let scores: Vec<f32> = (0..48)
-            .map(|i| ((i * 37) % 11) as f32 * 0.7 - 3.0)
+        let (heads, head, tokens) = (3, 4, 5);
+        let hidden = heads * head;
+        let lengths = [5, 3];
+        let values: Vec<f32> = (0..2 * tokens * 3 * hidden)
+            .map(|i| ((i * 37) % 11) as f32 * 0.3 - 1.5)
             .collect();
-        let scores = Tensor::from_vec(scores, (2, 2, 3, 4), &device).unwrap();
-        let mask = Tensor::new(&[[1f32, 1., 1., 1.], [1., 1., 1., 0.]], &device).unwrap();
-        let ours = scores.apply_op2_no_bwd(&mask, &MaskedSoftmax).unwrap();
-        let bias = ((mask.clone() - 1.0).unwrap() * 1e30)
+        let padded = Tensor::from_vec(values, (2, tokens, 3 * hidden), &device).unwrap();
+        // The packed rows: all of the first text, the first three of the second.
+        let packed = Tensor::cat(
+            &[
+                padded.get(0).unwrap(),
+                padded.get(1).unwrap().narrow(0, 0, 3).unwrap(),
+            ],
+            0,
+        )
+        .unwrap();
+        let op = Attention {
+            heads,
+            head,
+            lengths: lengths.to_vec(),
+        };
+        let ours = packed.apply_op1_no_bwd(&op).unwrap();
+        let mask = Tensor::new(&[[1f32, 1., 1., 1., 1.], [1., 1., 1., 0., 0.]], &device).unwrap();
+        let parts = padded
+            .reshape((2, tokens, 3, heads, head))
             .unwrap()
-            .reshape((2, 1, 1, 4))
+            .permute((2, 0, 3, 1, 4))
             .unwrap();
-        let expected =
-            candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&bias).unwrap()).unwrap();
+        let part = |i: usize| parts.get(i).unwrap().contiguous().unwrap();
+        let (q, k, v) = (part(0), part(1), part(2));
+        let bias = ((mask - 1.0).unwrap() * 1e30)
+            .unwrap()
+            .reshape((2, 1, 1, tokens))
+            .unwrap();
+        let scores = q
+            .matmul(&k.t().unwrap())
+            .unwrap()
+            .broadcast_add(&bias)
+            .unwrap();
+        let weights = candle_nn::ops::softmax_last_dim(&scores).unwrap();
+        let expected = weights
+            .matmul(&v)
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .reshape((2, tokens, hidden))
+            .unwrap();
+        let expected = Tensor::cat(
+            &[
+                expected.get(0).unwrap(),
+                expected.get(1).unwrap().narrow(0, 0, 3).unwrap(),
+            ],
+            0,
+        )
+        .unwrap();
         let (ours, expected) = (
             ours.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
             expected.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
         );
+        assert_eq!(ours.len(), expected.len());
         for (a, b) in ours.iter().zip(&expected) {
-            assert!((a - b).abs() < 1e-6, "{a} against {b}");
+            assert!((a - b).abs() < 1e-5, "{a} against {b}");
         }
-        // The padded key of the second item has no weight; each row sums to 1.
-        for row in ours.chunks(4).skip(6) {
-            assert_eq!(row[3], 0.0);
-        }
-        for row in ours.chunks(4) {
-            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-        }
+    }
+
+    #[test]
+    fn attention_refuses_lengths_of_other_rows() {
+        let device = Device::Cpu;
+        let qkv = Tensor::zeros((8, 36), DType::F32, &device).unwrap();
+        let op = |lengths: &[usize]| Attention {
+            heads: 3,
+            head: 4,
+            lengths: lengths.to_vec(),
+        };
+        assert!(qkv.apply_op1_no_bwd(&op(&[5, 3])).is_ok());
+        assert!(qkv.apply_op1_no_bwd(&op(&[5, 2])).is_err());
+        let narrow = Tensor::zeros((8, 30), DType::F32, &device).unwrap();
+        assert!(narrow.apply_op1_no_bwd(&op(&[5, 3])).is_err());
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! all-MiniLM-L6-v2 in-process: BERT through candle, mean pooling over the attention mask, L2
-//! normalisation. The packaged tokenizer pads every input to 128 tokens; here padding is off and
-//! each batch is padded to its longest input, truncated at 256 tokens (the model's
-//! `max_seq_length`). Batches are cut by a token budget, so short texts share large batches.
+//! normalisation. The packaged tokenizer pads every input to 128 tokens; here there is no
+//! padding at all: a batch's texts are packed one after the other (`bert::Encoder::forward`),
+//! each truncated at 256 tokens (the model's `max_seq_length`). Batches are cut by a token
+//! budget, so short texts share large batches.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 use super::bert::{mean_pool_normalized, Config, Encoder};
 use super::{EmbedError, Embedder};
@@ -21,7 +22,6 @@ const MAX_TOKENS: usize = 256;
 struct Model {
     bert: Encoder,
     tokenizer: Tokenizer,
-    device: Device,
     dimensions: usize,
 }
 
@@ -55,7 +55,7 @@ impl LocalEmbedder {
             serde_json::from_slice(&std::fs::read(file("config.json")).map_err(load_error)?)
                 .map_err(load_error)?;
         let mut tokenizer = Tokenizer::from_file(file("tokenizer.json")).map_err(load_error)?;
-        // Padding is done per batch here (the packaged tokenizer pads to a fixed 128).
+        // Texts are packed without padding (the packaged tokenizer pads to a fixed 128).
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -78,7 +78,6 @@ impl LocalEmbedder {
             model: Arc::new(Model {
                 bert,
                 tokenizer,
-                device,
                 dimensions,
             }),
         })
@@ -130,25 +129,26 @@ fn tune_for_inference() {
     });
 }
 
-/// Most padded tokens (texts x the longest of them) encoded in one pass.
+/// Most tokens encoded in one pass (the rows of its matrix products).
 const TOKEN_BUDGET: usize = 4096;
 /// Most texts encoded in one pass.
 const MAX_BATCH: usize = 128;
 
-/// Splits texts, given by their token counts in ascending order, into consecutive batches of at
-/// most [`MAX_BATCH`] texts whose padded size (count x the longest) stays within
-/// [`TOKEN_BUDGET`]; a text longer than the budget goes alone. Short texts thus share large
-/// batches (the model's throughput keeps growing up to about 128 sentences) while long ones go
-/// in small batches (whose tensors stay small).
-fn token_batches(sorted_lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
+/// Splits texts, given by their token counts, into consecutive batches of at most
+/// [`MAX_BATCH`] texts and [`TOKEN_BUDGET`] tokens; a text longer than the budget goes alone.
+/// Texts are packed without padding, so their order does not matter: many short texts share a
+/// batch, and the tensors of a pass stay within the budget's size.
+fn token_batches(lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
     let mut batches = Vec::new();
     let mut start = 0;
-    while start < sorted_lengths.len() {
+    while start < lengths.len() {
         let mut end = start + 1;
-        while end < sorted_lengths.len()
+        let mut tokens = lengths[start];
+        while end < lengths.len()
             && end - start < MAX_BATCH
-            && (end - start + 1) * sorted_lengths[end] <= TOKEN_BUDGET
+            && tokens + lengths[end] <= TOKEN_BUDGET
         {
+            tokens += lengths[end];
             end += 1;
         }
         batches.push(start..end);
@@ -157,33 +157,16 @@ fn token_batches(sorted_lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
     batches
 }
 
-/// One row per encoding of `get` (its ids or its attention mask), each padded with 0 to the
-/// longest: 0 is both the [PAD] id and "not a token" in the mask. `(encodings, longest)`, `u32`.
-fn padded(
-    encodings: &[&Encoding],
-    get: fn(&Encoding) -> &[u32],
-    device: &Device,
-) -> candle_core::Result<Tensor> {
-    let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-    let mut flat = Vec::with_capacity(encodings.len() * width);
-    for encoding in encodings {
-        let row = get(encoding);
-        flat.extend_from_slice(row);
-        flat.resize(flat.len() + (width - row.len()), 0);
-    }
-    Tensor::from_vec(flat, (encodings.len(), width), device)
-}
-
 impl Model {
-    /// Encodes texts already tokenized (unpadded), padding them to the longest of the batch.
-    fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let vectors = (|| {
-            let ids = padded(encodings, Encoding::get_ids, &self.device)?;
-            let mask = padded(encodings, Encoding::get_attention_mask, &self.device)?;
-            let hidden = self.bert.forward(&ids, &mask)?;
-            mean_pool_normalized(&hidden, &mask)?.to_vec2::<f32>()
-        })();
-        vectors.map_err(inference_error)
+    /// Encodes texts already tokenized, packed one after the other.
+    fn embed_batch(&self, encodings: &[tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let lengths: Vec<usize> = encodings.iter().map(|e| e.len()).collect();
+        let ids: Vec<u32> = encodings
+            .iter()
+            .flat_map(|e| e.get_ids().iter().copied())
+            .collect();
+        let hidden = self.bert.forward(&ids, &lengths).map_err(inference_error)?;
+        mean_pool_normalized(&hidden, &lengths).map_err(inference_error)
     }
 
     fn embed_all(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -191,17 +174,10 @@ impl Model {
             .tokenizer
             .encode_batch(texts, true)
             .map_err(inference_error)?;
-        // Similar lengths batch together (less padding); results go back in input order.
-        let mut order: Vec<usize> = (0..encodings.len()).collect();
-        order.sort_by_key(|&i| encodings[i].len());
-        let lengths: Vec<usize> = order.iter().map(|&i| encodings[i].len()).collect();
-        let mut out = vec![Vec::new(); encodings.len()];
+        let lengths: Vec<usize> = encodings.iter().map(|e| e.len()).collect();
+        let mut out = Vec::with_capacity(encodings.len());
         for range in token_batches(&lengths) {
-            let chunk = &order[range];
-            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            for (&i, vector) in chunk.iter().zip(self.embed_batch(&batch)?) {
-                out[i] = vector;
-            }
+            out.extend(self.embed_batch(&encodings[range])?);
         }
         Ok(out)
     }
@@ -284,8 +260,25 @@ mod tests {
         ]
     }
 
-    /// The encoder of `bert.rs` against candle-transformers' BERT on the same weights and
-    /// tokens: short, long (truncated at 256) and padded inputs in one batch.
+    /// `(batch, tokens)` of `get` of each encoding (ids, or the attention mask), padded with 0
+    /// to the longest: the reference model's input.
+    fn padded(
+        encodings: &[tokenizers::Encoding],
+        get: fn(&tokenizers::Encoding) -> &[u32],
+    ) -> candle_core::Tensor {
+        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        let mut flat = Vec::new();
+        for encoding in encodings {
+            let row = get(encoding);
+            flat.extend_from_slice(row);
+            flat.resize(flat.len() + (width - row.len()), 0);
+        }
+        candle_core::Tensor::from_vec(flat, (encodings.len(), width), &Device::Cpu).unwrap()
+    }
+
+    /// The encoder of `bert.rs`, its texts packed without padding, against candle-transformers'
+    /// BERT on the same weights and tokens, padded with a mask: short, long (truncated at 256)
+    /// and Unicode texts in one batch.
     #[test]
     fn the_encoder_matches_candles_reference_bert() {
         use candle_transformers::models::bert::{BertModel, Config as ReferenceConfig};
@@ -303,16 +296,26 @@ mod tests {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .unwrap();
-        let batch: Vec<&Encoding> = encodings.iter().collect();
-        let got = ours.model.embed_batch(&batch).unwrap();
+        let got = ours.model.embed_batch(&encodings).unwrap();
         let width = encodings.iter().map(|e| e.len()).max().unwrap();
         assert_eq!(width, MAX_TOKENS, "the long text is truncated");
-        let ids = padded(&batch, Encoding::get_ids, &Device::Cpu).unwrap();
-        let mask = padded(&batch, Encoding::get_attention_mask, &Device::Cpu).unwrap();
+        let ids = padded(&encodings, tokenizers::Encoding::get_ids);
+        let mask = padded(&encodings, tokenizers::Encoding::get_attention_mask);
         let hidden = reference
             .forward(&ids, &ids.zeros_like().unwrap(), Some(&mask))
             .unwrap();
-        let expected = mean_pool_normalized(&hidden, &mask)
+        // The mean over each text's real tokens, then unit length.
+        let mask = mask.to_dtype(DType::F32).unwrap().unsqueeze(2).unwrap();
+        let mean = hidden
+            .broadcast_mul(&mask)
+            .unwrap()
+            .sum(1)
+            .unwrap()
+            .broadcast_div(&mask.sum(1).unwrap())
+            .unwrap();
+        let norms = mean.sqr().unwrap().sum_keepdim(1).unwrap().sqrt().unwrap();
+        let expected = mean
+            .broadcast_div(&norms)
             .unwrap()
             .to_vec2::<f32>()
             .unwrap();
@@ -407,25 +410,24 @@ mod tests {
         assert!(token_batches(&[]).is_empty());
         // Short texts fill a batch up to the count cap.
         let short = vec![10; 300];
-        let batches = token_batches(&short);
-        assert_eq!(batches, vec![0..128, 128..256, 256..300]);
+        assert_eq!(token_batches(&short), vec![0..128, 128..256, 256..300]);
         // Long texts: 4096 / 256 = 16 a batch.
         let long = vec![256; 40];
         assert_eq!(token_batches(&long), vec![0..16, 16..32, 32..40]);
-        // Mixed, ascending: each batch's padded size stays in the budget, and the ranges
-        // cover every index once, in order.
-        let mut mixed: Vec<usize> = (0..500).map(|i| 3 + (i * 7) % 254).collect();
-        mixed.sort();
+        // Mixed, in any order: each batch's tokens stay in the budget, and the ranges cover
+        // every index once, in order.
+        let mixed: Vec<usize> = (0..500).map(|i| 3 + (i * 7) % 254).collect();
         let batches = token_batches(&mixed);
         let mut next = 0;
         for range in &batches {
             assert_eq!(range.start, next);
             assert!(!range.is_empty() && range.len() <= MAX_BATCH);
-            let widest = mixed[range.end - 1];
-            assert!(
-                range.len() == 1 || range.len() * widest <= TOKEN_BUDGET,
-                "{range:?}"
-            );
+            let tokens: usize = mixed[range.clone()].iter().sum();
+            assert!(range.len() == 1 || tokens <= TOKEN_BUDGET, "{range:?}");
+            // A batch ends only when the next text would not fit.
+            if range.end < mixed.len() && range.len() < MAX_BATCH {
+                assert!(tokens + mixed[range.end] > TOKEN_BUDGET, "{range:?}");
+            }
             next = range.end;
         }
         assert_eq!(next, mixed.len());

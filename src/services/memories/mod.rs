@@ -40,7 +40,7 @@ pub use notes::{JobAccepted, JobPart, JobView, NoteJobs};
 pub use profile::{Profile, ProfileParams};
 pub use rebuild::RebuildReport;
 pub use search::{SearchHit, SearchParams, SearchResults};
-pub use transfer::{export, ImportReport};
+pub use transfer::{export, ImportReport, IMPORT_BATCH};
 
 pub use crate::services::validate::{MAX_PROJECT_CHARS, MAX_SCOPE_CHARS};
 pub const MAX_SEARCH_CHARS: usize = 200;
