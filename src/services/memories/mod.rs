@@ -2,6 +2,7 @@
 //! editing, deleting, forgetting and feedback. Every operation is confined to one lane
 //! (workspace + scope) and admitted by the workspace's actor first.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -651,19 +652,34 @@ impl MemoryService {
         } else {
             Vec::new()
         };
+        // The neighbours that a rule below may use, read in one query (only current, live
+        // ones: neither rule uses any other).
+        let wanted: Vec<Uuid> = neighbours
+            .iter()
+            .enumerate()
+            .filter(|(rank, n)| {
+                n.similarity >= self.tuning.supersede_min_similarity
+                    || (*rank == 0 && n.similarity >= self.tuning.dedup_threshold)
+            })
+            .map(|(_, n)| n.id)
+            .collect();
+        let mut current: HashMap<Uuid, Memory> = self
+            .store
+            .current_memories_by_ids(&lane, &wanted)
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m))
+            .collect();
         let compared_at = started.elapsed();
         // A fact update: the nearest related memory whose value the new one replaces.
         for neighbour in neighbours
             .iter()
             .filter(|n| n.similarity >= self.tuning.supersede_min_similarity)
         {
-            let Some(old) = self.store.memory(&lane, neighbour.id).await? else {
+            let Some(old) = current.get(&neighbour.id) else {
                 continue;
             };
-            if !old.is_current
-                || old.project != memory.project
-                || !same_voice(&old.speaker, &memory.speaker)
-            {
+            if old.project != memory.project || !same_voice(&old.speaker, &memory.speaker) {
                 continue;
             }
             let judgement = self.judge.judge(&old.content, &memory.content).await;
@@ -673,7 +689,7 @@ impl MemoryService {
                     memory.category = old.category;
                 }
                 memory.embedding = Some(embedded.clone());
-                match self.supersede(&lane, &old, memory.clone(), flush).await {
+                match self.supersede(&lane, old, memory.clone(), flush).await {
                     // A concurrent save retired (or a delete removed) that memory first: this
                     // save goes on as if it had not been a candidate.
                     Err(Error::Conflict(_) | Error::NotFound(_)) => {
@@ -688,9 +704,8 @@ impl MemoryService {
         // numbers and names).
         if let Some(top) = neighbours.first() {
             if top.similarity >= self.tuning.dedup_threshold {
-                if let Some(existing) = self.store.memory(&lane, top.id).await? {
-                    if existing.is_current
-                        && !existing.is_expired(memory.created_at)
+                if let Some(existing) = current.remove(&top.id) {
+                    if !existing.is_expired(memory.created_at)
                         && same_voice(&existing.speaker, &memory.speaker)
                         && specifics(&existing.content) == specifics(&memory.content)
                     {
