@@ -80,6 +80,15 @@ pub struct Query<'a> {
     pub parts: Option<Parts<'a>>,
 }
 
+/// The keyword candidates of one search, found ahead of its vector ranking
+/// ([`SearchEngine::keyword_candidates`]).
+#[derive(Debug, Clone)]
+pub struct KeywordCandidates {
+    /// The lane index they were found in.
+    index: u32,
+    hits: Vec<(Slot, f32)>,
+}
+
 /// The best similarity to the query of any part of a document (for a vault chunk: the facts it
 /// is cited for, each embedded alone), by document id. A document's vector similarity moves
 /// toward its best part's by `weight` when the part is the closer of the two (see [`lift`]);
@@ -755,30 +764,75 @@ impl SearchEngine {
     /// recency and feedback applied. Returns up to `2 × limit` hits, best first (the caller
     /// re-checks them against the database and keeps `limit`).
     pub fn search(&self, lane: &Lane, query: &Query<'_>) -> Result<Vec<Hit>, SearchError> {
+        self.search_with(lane, query, None)
+    }
+
+    /// Candidates from each ranking: enough to fuse well, and within the HNSW segments'
+    /// `ef_search` (asking for more turns their search into an exact scan).
+    fn pool(&self, limit: usize) -> usize {
+        let ceiling = self.vector_config.ef_search.max(limit);
+        (limit * 4).max(50).min(ceiling)
+    }
+
+    /// The keyword candidates of a hybrid search (BM25 over the lane, then the index's own
+    /// filters), taken apart so that they can be found while the query is being embedded;
+    /// [`SearchEngine::search_with`] uses them. `None` when the lane has no index.
+    pub fn keyword_candidates(
+        &self,
+        lane: &Lane,
+        text: &str,
+        filter: &Filter,
+        limit: usize,
+    ) -> Result<Option<KeywordCandidates>, SearchError> {
+        let Some(index) = self.lane(lane) else {
+            return Ok(None);
+        };
+        Ok(Some(KeywordCandidates {
+            index: index.number,
+            hits: self.keyword(&index, text, filter, self.pool(limit))?,
+        }))
+    }
+
+    fn keyword(
+        &self,
+        index: &LaneIndex,
+        text: &str,
+        filter: &Filter,
+        pool: usize,
+    ) -> Result<Vec<(Slot, f32)>, SearchError> {
+        let hits = self.text.search(&index.term, text, pool)?;
+        let docs = index.docs();
+        Ok(hits
+            .into_iter()
+            .filter(|(key, _)| (key >> 32) as u32 == index.number)
+            .map(|(key, score)| ((key & 0xffff_ffff) as Slot, score))
+            .filter(|(slot, _)| {
+                docs.slots
+                    .get(*slot as usize)
+                    .is_some_and(|d| d.passes(filter))
+            })
+            .collect())
+    }
+
+    /// [`SearchEngine::search`] with keyword candidates found beforehand for the same text,
+    /// filter and limit ([`SearchEngine::keyword_candidates`]); they are found again when the
+    /// lane's index was replaced in between.
+    pub fn search_with(
+        &self,
+        lane: &Lane,
+        query: &Query<'_>,
+        keyword: Option<KeywordCandidates>,
+    ) -> Result<Vec<Hit>, SearchError> {
         let Some(index) = self.lane(lane) else {
             return Ok(Vec::new());
         };
-        // Candidates from each ranking: enough to fuse well, and within the HNSW segments'
-        // `ef_search` (asking for more turns their search into an exact scan).
-        let ceiling = self.vector_config.ef_search.max(query.limit);
-        let pool = (query.limit * 4).max(50).min(ceiling);
+        let pool = self.pool(query.limit);
         let vector = query.vector.filter(|_| query.mode != Mode::Keyword);
 
-        // Keyword candidates: BM25 over the lane, then the index's own filters.
-        let keyword: Vec<(Slot, f32)> = if query.mode == Mode::Semantic {
-            Vec::new()
-        } else {
-            let hits = self.text.search(&index.term, query.text, pool)?;
-            let docs = index.docs();
-            hits.into_iter()
-                .filter(|(key, _)| (key >> 32) as u32 == index.number)
-                .map(|(key, score)| ((key & 0xffff_ffff) as Slot, score))
-                .filter(|(slot, _)| {
-                    docs.slots
-                        .get(*slot as usize)
-                        .is_some_and(|d| d.passes(&query.filter))
-                })
-                .collect()
+        let keyword: Vec<(Slot, f32)> = match keyword {
+            _ if query.mode == Mode::Semantic => Vec::new(),
+            Some(found) if found.index == index.number => found.hits,
+            _ => self.keyword(&index, query.text, &query.filter, pool)?,
         };
 
         let docs = index.docs();
@@ -1410,6 +1464,49 @@ mod tests {
             thread: thread.to_string(),
             speaker: String::new(),
         }
+    }
+
+    #[tokio::test]
+    async fn keyword_candidates_found_ahead_rank_as_found_inside() {
+        let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+        let lane = |scope: &str| Lane {
+            workspace_id: Uuid::nil(),
+            scope: scope.to_string(),
+        };
+        let (a, b) = (lane("a"), lane("b"));
+        for (lane, words) in [
+            (&a, ["deploys on thursday", "lunch at noon", "deploys"]),
+            (&b, ["other lane", "deploys elsewhere", "x"]),
+        ] {
+            engine
+                .stage_docs(words.iter().enumerate().map(|(i, text)| {
+                    (
+                        test_doc(lane, Uuid::new_v4(), text, ""),
+                        Some(unit_vector(0.3 * i as f32)),
+                    )
+                }))
+                .unwrap();
+        }
+        engine.flush().await.unwrap();
+        let query_vector = unit_vector(0.5);
+        let query = hybrid_query("deploys", &query_vector, 3);
+        let plain = engine.search(&a, &query).unwrap();
+        assert_eq!(plain.len(), 3);
+        let ahead = engine
+            .keyword_candidates(&a, "deploys", &query.filter, 3)
+            .unwrap()
+            .unwrap();
+        assert_eq!(ahead.hits.len(), 2, "{ahead:?}");
+        assert_eq!(engine.search_with(&a, &query, Some(ahead)).unwrap(), plain);
+        // Candidates of another lane's index are not used: they are found again.
+        let elsewhere = engine
+            .keyword_candidates(&b, "deploys", &query.filter, 3)
+            .unwrap();
+        assert_eq!(engine.search_with(&a, &query, elsewhere).unwrap(), plain);
+        assert!(engine
+            .keyword_candidates(&lane("none"), "deploys", &query.filter, 3)
+            .unwrap()
+            .is_none());
     }
 
     #[test]

@@ -112,29 +112,45 @@ impl MemoryService {
         };
 
         let at = now();
-        let vector = match mode {
-            Mode::Keyword => None,
-            Mode::Hybrid | Mode::Semantic => {
-                Some(self.embeddings.embed_query(q).await.map_err(embed_error)?)
-            }
-        };
         // Whatever was saved before this search is found by it.
         self.engine.settle().await.map_err(search_error)?;
-        let engine = self.engine.clone();
-        let fusion = self.tuning.fusion;
-        let semantic_weight = self.tuning.semantic_weight;
-        let text = q.to_string();
         let filter = Filter {
             projects,
             categories,
             now_micros: to_micros(at),
         };
+        let (vector, keyword) = match mode {
+            Mode::Keyword => (None, None),
+            Mode::Semantic => (
+                Some(self.embeddings.embed_query(q).await.map_err(embed_error)?),
+                None,
+            ),
+            Mode::Hybrid => {
+                // The keyword half is found while the query is embedded (on another core).
+                let engine = self.engine.clone();
+                let (keyword_lane, text, keyword_filter) =
+                    (lane.clone(), q.to_string(), filter.clone());
+                let keyword = tokio::task::spawn_blocking(move || {
+                    engine.keyword_candidates(&keyword_lane, &text, &keyword_filter, limit)
+                });
+                let vector = self.embeddings.embed_query(q).await.map_err(embed_error)?;
+                let keyword = keyword
+                    .await
+                    .map_err(|e| Error::Internal(format!("search task failed: {e}")))?
+                    .map_err(search_error)?;
+                (Some(vector), keyword)
+            }
+        };
+        let engine = self.engine.clone();
+        let fusion = self.tuning.fusion;
+        let semantic_weight = self.tuning.semantic_weight;
+        let text = q.to_string();
         let search_lane = lane.clone();
         let index_filter = filter.clone();
         // Ranking is CPU work (an exact scan of a lane's newest vectors among it): off the
         // async workers.
         let hits = tokio::task::spawn_blocking(move || {
-            engine.search(
+            engine.search_with(
                 &search_lane,
                 &Query {
                     text: &text,
@@ -146,6 +162,7 @@ impl MemoryService {
                     limit,
                     parts: None,
                 },
+                keyword,
             )
         })
         .await
