@@ -58,21 +58,29 @@
 //!    `BENCH_CONCURRENCY` clients in `hybrid` mode, with fresh queries and with cached ones,
 //!    for throughput. Every search must answer 200 with `{"results": [...], "total": n}`, `n`
 //!    the number of results.
-//! 6. **Save at scale (single client)**: 300 more saves, one at a time, on the second server.
+//! 6. **Save at scale (single client)**: 300 more saves, one at a time, on the second server;
+//!    then 1,000 more from `BENCH_CONCURRENCY` clients at once (new texts), whose throughput
+//!    is set against the model's own.
 //! 7. **The model alone**, called directly (no HTTP, no cache), last: the measured queries one
 //!    at a time (what a fresh query adds to a search), the texts of step 6 one at a time (what
-//!    embedding adds to a save), and the first 512 seeded texts in batches of
-//!    `min(BENCH_CONCURRENCY, 32)` (the ceiling of the seeding throughput, since the save
-//!    batcher groups concurrent saves the same way).
-//! 8. **RSS**: `VmRSS` (resident now) and `VmHWM` (peak so far) of this process, which holds
+//!    embedding adds to a save), and the first 512 seeded texts one at a time, in batches of
+//!    `min(BENCH_CONCURRENCY, 32)` (as the save batcher groups concurrent saves) and in the
+//!    import's batches of 256.
+//! 8. **The write path against the model**: ratios measured in this run, which hold on any
+//!    machine where absolute times do not: the model's gain from batching (import batches
+//!    against one text at a time), each import (or seeding) stage's throughput against the
+//!    model's in the import's batches, the last stage against the first, the concurrent
+//!    saves against the model, and a fresh hybrid search's p50 minus the model's one-query p50.
+//! 9. **RSS**: `VmRSS` (resident now) and `VmHWM` (peak so far) of this process, which holds
 //!    the server, the model and the HTTP clients, read from `/proc/self/status` after seeding,
 //!    after the restart and maintenance, after the searches and after the single-client saves
 //!    (before step 7, whose own allocations are not the server's). Memory the first server
 //!    freed may stay mapped by the allocator, so the figures after the restart are an upper
 //!    bound of what a freshly started server would hold.
-//! 9. **Other load**: the CPU time other processes used during each phase, as a share of all
-//!    cores (`/proc/stat` busy time minus this process's): the machine may be shared, and
-//!    the figures are only comparable when that share is low.
+//! 10. **Other load**: the CPU time other processes used during each phase, as a share of all
+//!    cores (`/proc/stat` busy time minus this process's), and the steal time the hypervisor
+//!    took (`/proc/stat`): the machine may be shared, and the figures are only comparable when
+//!    both are low.
 //!
 //! Latency runs from sending a request to reading its whole body. `CPU` is the CPU time of
 //! this process (server and clients; not a PostgreSQL server) over the wall time of a pass.
