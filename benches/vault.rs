@@ -153,7 +153,7 @@ use client::{client, expect_json};
 use database::{percentile_ms, postgres_url_from_env, with_database, Database};
 use env::{env_count, env_var};
 use errors::{Errors, ERROR_SAMPLES};
-use machine::{cores, cpu_model, load_now, others_share, wait_until_idle, Load};
+use machine::{cores, cpu_model, load_now, others_share, steal_share, wait_until_idle, Load};
 use memvault::config::{Fusion, Settings};
 use memvault::embedding::Embedder;
 use memvault::startup::{load_embedder, Application, Overrides};
@@ -1006,11 +1006,12 @@ async fn formats_part(target: &Target, config: &Config, errors: &mut Errors) -> 
     println!();
     println!(
         "{} files in {:.1} s; this process used {} of one core, other processes {} of the \
-         machine.",
+         machine, the hypervisor stole {}.",
         runs.len(),
         wall.as_secs_f64(),
         own_share(load_before, load_after),
-        others_share(load_before, load_after)
+        others_share(load_before, load_after),
+        steal_share(load_before, load_after)
     );
     println!();
     println!("CPU of this process by thread over the formats part:");
@@ -1447,9 +1448,11 @@ async fn model_part(embedder: &Arc<dyn Embedder>, pdf: Option<&DocRun>) {
         println!();
     }
     println!(
-        "This process used {} of one core, other processes {} of the machine.",
+        "This process used {} of one core, other processes {} of the machine, the hypervisor \
+         stole {}.",
         own_share(load_before, load_after),
-        others_share(load_before, load_after)
+        others_share(load_before, load_after),
+        steal_share(load_before, load_after)
     );
     println!();
 }
