@@ -26,6 +26,9 @@ pub use remote::RemoteEmbedder;
 /// encoding by the batcher, at most. (The local model cuts its own batches by a token budget.)
 pub const BATCH_SIZE: usize = 32;
 
+/// How long the batcher waits for the rest of a batch (see [`Embeddings`]).
+pub const GATHER_WINDOW: Duration = Duration::from_millis(5);
+
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     #[error(
@@ -62,7 +65,11 @@ struct Pending {
 ///
 /// Single documents (one save each) are queued: a task takes every text waiting, up to
 /// [`BATCH_SIZE`], and encodes them in one call, so concurrent saves share the model's batch
-/// throughput instead of queueing for one pass each.
+/// throughput instead of queueing for one pass each. Clients that saved together come back
+/// a few milliseconds apart (each finishes its save and sends the next), so taking only what
+/// is waiting would alternate a batch of the first few with one of the rest: when the last
+/// batch held several texts, the batcher waits up to [`GATHER_WINDOW`] for as many again. A
+/// lone client (a batch of one) never waits.
 #[derive(Clone)]
 pub struct Embeddings {
     embedder: Arc<dyn Embedder>,
@@ -73,12 +80,17 @@ pub struct Embeddings {
 impl Embeddings {
     /// Must be called inside a tokio runtime (it starts the batcher).
     pub fn new(embedder: Arc<dyn Embedder>, cached_queries: u64) -> Self {
+        Self::with_window(embedder, cached_queries, GATHER_WINDOW)
+    }
+
+    /// [`Embeddings::new`] with another wait for the rest of a batch.
+    pub fn with_window(embedder: Arc<dyn Embedder>, cached_queries: u64, window: Duration) -> Self {
         let queries = moka::future::Cache::builder()
             .max_capacity(cached_queries)
             .time_to_idle(Duration::from_secs(3_600))
             .build();
         let (pending, queue) = mpsc::channel(1024);
-        tokio::spawn(batch_documents(embedder.clone(), queue));
+        tokio::spawn(batch_documents(embedder.clone(), queue, window));
         Embeddings {
             embedder,
             queries,
@@ -128,9 +140,26 @@ impl Embeddings {
 }
 
 /// The batcher: runs until every [`Embeddings`] handle is gone.
-async fn batch_documents(embedder: Arc<dyn Embedder>, mut queue: mpsc::Receiver<Pending>) {
+async fn batch_documents(
+    embedder: Arc<dyn Embedder>,
+    mut queue: mpsc::Receiver<Pending>,
+    window: Duration,
+) {
     let mut batch = Vec::with_capacity(BATCH_SIZE);
+    let mut last = 0;
     while queue.recv_many(&mut batch, BATCH_SIZE).await > 0 {
+        if last > 1 && batch.len() < last {
+            let deadline = tokio::time::Instant::now() + window;
+            while batch.len() < last {
+                let room = BATCH_SIZE - batch.len();
+                let more = queue.recv_many(&mut batch, room);
+                match tokio::time::timeout_at(deadline, more).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+        last = batch.len();
         let jobs = std::mem::take(&mut batch);
         let texts = jobs.iter().map(|job| job.text.clone()).collect();
         match embedder.embed(texts).await {
@@ -268,6 +297,76 @@ mod tests {
             assert_eq!(vector.unwrap(), vec![text.len() as f32, 1.0]);
         }
         assert_eq!(counting.0.load(Ordering::SeqCst), 40);
+    }
+
+    /// Records the size of every call, and holds each call until the test lets it go.
+    struct Gated {
+        sizes: std::sync::Mutex<Vec<usize>>,
+        gate: tokio::sync::Semaphore,
+    }
+
+    #[async_trait]
+    impl Embedder for Gated {
+        fn model(&self) -> &str {
+            "gated"
+        }
+        fn dimensions(&self) -> usize {
+            1
+        }
+        async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.sizes.lock().unwrap().push(texts.len());
+            self.gate.acquire().await.unwrap().forget();
+            Ok(texts.iter().map(|_| vec![1.0]).collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn after_a_shared_batch_the_batcher_waits_for_as_many_again() {
+        let gated = Arc::new(Gated {
+            sizes: std::sync::Mutex::new(Vec::new()),
+            gate: tokio::sync::Semaphore::new(0),
+        });
+        // A window far longer than the gaps below: the test does not race the clock.
+        let embeddings = Embeddings::with_window(gated.clone(), 10, Duration::from_secs(30));
+        let send = |text: &str| {
+            let embeddings = embeddings.clone();
+            let text = text.to_string();
+            tokio::spawn(async move { embeddings.embed_document(text).await })
+        };
+        let calls = || gated.sizes.lock().unwrap().clone();
+        let wait_for = |n: usize| async move {
+            while calls().len() < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        // A lone text goes at once; three sent while it is encoded share the next batch.
+        let first = send("a");
+        wait_for(1).await;
+        let three: Vec<_> = ["b", "c", "d"].into_iter().map(send).collect();
+        while embeddings.pending.max_capacity() - embeddings.pending.capacity() < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        gated.gate.add_permits(1);
+        first.await.unwrap().unwrap();
+        wait_for(2).await;
+        assert_eq!(calls(), vec![1, 3]);
+        gated.gate.add_permits(1);
+        for text in three {
+            text.await.unwrap().unwrap();
+        }
+        // The next three arrive one by one, with time between them: they are still encoded
+        // together, since the last batch held three.
+        let mut next = Vec::new();
+        for text in ["e", "f", "g"] {
+            next.push(send(text));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Permits for however many calls the batcher makes (one when it waited).
+        gated.gate.add_permits(3);
+        for text in next {
+            text.await.unwrap().unwrap();
+        }
+        assert_eq!(calls(), vec![1, 3, 3]);
     }
 
     #[test]
