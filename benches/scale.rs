@@ -78,9 +78,9 @@
 //!    freed may stay mapped by the allocator, so the figures after the restart are an upper
 //!    bound of what a freshly started server would hold.
 //! 10. **Other load**: the CPU time other processes used during each phase, as a share of all
-//!    cores (`/proc/stat` busy time minus this process's), and the steal time the hypervisor
-//!    took (`/proc/stat`): the machine may be shared, and the figures are only comparable when
-//!    both are low.
+//!     cores (`/proc/stat` busy time minus this process's), and the steal time the hypervisor
+//!     took (`/proc/stat`): the machine may be shared, and the figures are only comparable
+//!     when both are low.
 //!
 //! Latency runs from sending a request to reading its whole body. `CPU` is the CPU time of
 //! this process (server and clients; not a PostgreSQL server) over the wall time of a pass.
