@@ -4,12 +4,16 @@
 //! query is always confined to one lane by a zero-scoring filter clause. Documents are keyed by
 //! a `u64` that the caller chooses (the engine packs its lane number and slot into it).
 //!
-//! Writes go through one indexer thread that owns the `IndexWriter`: it takes every operation
-//! waiting, commits once and reloads the reader, then answers those that asked to be told
-//! (group commit, as for the database). A document is searchable when [`TextIndex::flush`]
-//! returns. Writers need not wait: the index counts the operations it has not committed yet,
-//! and a search first calls [`TextIndex::settle`], which waits for a commit only when some are
-//! pending; so whatever was written before a search starts is found by it.
+//! Writes go through one indexer thread that owns the `IndexWriter`: it applies every operation
+//! waiting, and commits (and reloads the reader) only when someone waits for it
+//! ([`TextIndex::flush`]), when [`OPS_PER_COMMIT`] writes are uncommitted, or when the oldest
+//! has waited [`COMMIT_DELAY`]. A document is searchable when [`TextIndex::flush`] returns.
+//! Writers need not wait: the index counts the operations it has not committed yet, and a
+//! search first calls [`TextIndex::settle`], which waits for a commit only when some are
+//! pending; so whatever was written before a search starts is found by it. Committing after
+//! every write, as the indexer once did, made a segment per save or imported line: the
+//! commits, the reader reloads and the merges of those segments took CPU from the model
+//! (docs/BENCHMARKS.md, issue 34).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -33,6 +37,8 @@ const ANALYZER: &str = "memvault_en";
 const WRITER_HEAP_BYTES: usize = 50_000_000;
 /// Operations applied before a commit, at most.
 const OPS_PER_COMMIT: usize = 10_000;
+/// Longest time a write stays uncommitted when no search or flush asks for it.
+const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TextIndexError {
@@ -264,8 +270,9 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// The indexer thread: applies operations in groups, one commit per group. Ends when every
-/// sender is gone.
+/// The indexer thread: applies operations as they come and commits when asked to, when
+/// [`OPS_PER_COMMIT`] writes wait, or [`COMMIT_DELAY`] after the oldest uncommitted one. Ends
+/// when every sender is gone.
 fn run_indexer(
     mut writer: IndexWriter,
     reader: IndexReader,
@@ -273,34 +280,47 @@ fn run_indexer(
     queue: mpsc::Receiver<Op>,
     pending: Arc<AtomicUsize>,
 ) {
-    while let Ok(first) = queue.recv() {
+    // Writes applied and not committed, since when, and the first failure among them.
+    let mut uncommitted = 0;
+    let mut since: Option<std::time::Instant> = None;
+    let mut failure: Option<String> = None;
+    loop {
+        let first = match since {
+            None => match queue.recv() {
+                Ok(op) => Some(op),
+                Err(_) => break,
+            },
+            Some(at) => match queue.recv_timeout(COMMIT_DELAY.saturating_sub(at.elapsed())) {
+                Ok(op) => Some(op),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            },
+        };
         let mut waiting = Vec::new();
-        let mut dirty = false;
-        let mut failure: Option<String> = None;
-        let mut next = Some(first);
+        let mut next = first;
         let mut applied = 0;
-        let mut writes = 0;
         while let Some(op) = next.take() {
+            let mut write = || {
+                uncommitted += 1;
+                since.get_or_insert_with(std::time::Instant::now);
+            };
             match op {
                 Op::Add { key, lane, text } => {
-                    dirty = true;
-                    writes += 1;
+                    write();
                     if let Err(e) = writer.add_document(doc!(
                         fields.key => key,
                         fields.lane => lane,
                         fields.text => text,
                     )) {
-                        failure = Some(e.to_string());
+                        failure.get_or_insert(e.to_string());
                     }
                 }
                 Op::Delete { key } => {
-                    dirty = true;
-                    writes += 1;
+                    write();
                     writer.delete_term(Term::from_field_u64(fields.key, key));
                 }
                 Op::DeleteLane { lane } => {
-                    dirty = true;
-                    writes += 1;
+                    write();
                     writer.delete_term(Term::from_field_text(fields.lane, &lane));
                 }
                 Op::Flush(done) => waiting.push(done),
@@ -310,15 +330,24 @@ fn run_indexer(
                 next = queue.try_recv().ok();
             }
         }
-        if dirty {
+        let due = !waiting.is_empty()
+            || uncommitted >= OPS_PER_COMMIT
+            || since.is_some_and(|at| at.elapsed() >= COMMIT_DELAY);
+        if !due {
+            continue;
+        }
+        if uncommitted > 0 {
             if let Err(e) = writer.commit().and_then(|_| reader.reload()) {
                 tracing::error!(error = %e, "keyword index commit failed");
-                failure = Some(e.to_string());
+                failure.get_or_insert(e.to_string());
             }
+            pending.fetch_sub(uncommitted, Ordering::SeqCst);
+            uncommitted = 0;
+            since = None;
         }
-        pending.fetch_sub(writes, Ordering::SeqCst);
+        let outcome = failure.take();
         for done in waiting {
-            let _ = done.send(match &failure {
+            let _ = done.send(match &outcome {
                 Some(e) => Err(e.clone()),
                 None => Ok(()),
             });
@@ -382,6 +411,24 @@ mod tests {
         index.delete(7).unwrap();
         index.settle().await.unwrap();
         assert_eq!(index.search("l", "harbour", 100).unwrap().len(), 49);
+    }
+
+    /// Writes that no search asks for are committed all the same, once the delay has passed.
+    #[tokio::test]
+    async fn unasked_writes_are_committed_after_the_delay() {
+        let index = TextIndex::new().unwrap();
+        for i in 0..5u64 {
+            index.add(i, "l", "a note about the harbour").unwrap();
+        }
+        let started = std::time::Instant::now();
+        while index.len() < 5 {
+            assert!(
+                started.elapsed() < 30 * COMMIT_DELAY,
+                "the writes were never committed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(index.pending.load(Ordering::SeqCst), 0);
     }
 
     #[test]
