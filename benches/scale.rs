@@ -574,6 +574,41 @@ impl Seeding {
         tail.sort_unstable();
         tail
     }
+
+    /// Saves per second between one progress report and the next, one per report.
+    fn stage_rates(&self) -> Vec<f64> {
+        let mut before = (0, Duration::ZERO);
+        self.milestones
+            .iter()
+            .map(|milestone| {
+                let rate = (milestone.done - before.0) as f64
+                    / milestone
+                        .elapsed
+                        .saturating_sub(before.1)
+                        .as_secs_f64()
+                        .max(1e-9);
+                before = (milestone.done, milestone.elapsed);
+                rate
+            })
+            .collect()
+    }
+
+    /// A row of the save latency table: what was saved, by how many clients, and how.
+    fn latency_row(&self, w: &mut String, what: &str, clients: &str) {
+        let pass = &self.pass;
+        let _ = writeln!(
+            w,
+            "| {what} | {clients} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
+            pass.throughput(),
+            pass.p(50.0),
+            pass.p(95.0),
+            pass.p(99.0),
+            pass.max(),
+            self.created,
+            self.duplicate,
+            self.superseded
+        );
+    }
 }
 
 #[derive(Default)]
@@ -1292,14 +1327,8 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
         );
         let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
         let mut before = (0, Duration::ZERO);
-        for milestone in &seed.milestones {
+        for (milestone, rate) in seed.milestones.iter().zip(seed.stage_rates()) {
             let latencies = seed.sent(before.0..milestone.done);
-            let rate = (milestone.done - before.0) as f64
-                / milestone
-                    .elapsed
-                    .saturating_sub(before.1)
-                    .as_secs_f64()
-                    .max(1e-9);
             let latency = |p: f64| {
                 if latencies.is_empty() {
                     "-".to_string()
@@ -1330,19 +1359,10 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     );
     let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|--:|---|");
     if !config.import {
-        let _ = writeln!(
+        seed.latency_row(
             w,
-            "| all {} seeding saves | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
-            seed.pass.requests,
-            config.concurrency,
-            seed.pass.throughput(),
-            seed.pass.p(50.0),
-            seed.pass.p(95.0),
-            seed.pass.p(99.0),
-            seed.pass.max(),
-            seed.created,
-            seed.duplicate,
-            seed.superseded
+            &format!("all {} seeding saves", seed.pass.requests),
+            &config.concurrency.to_string(),
         );
         let _ = writeln!(
             w,
@@ -1354,33 +1374,16 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
             tail.last().copied().map_or(f64::NAN, millis),
         );
     }
-    let _ = writeln!(
+    single.latency_row(
         w,
-        "| {} more saves after the restart | 1 | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
-        single.pass.requests,
-        single.pass.throughput(),
-        single.pass.p(50.0),
-        single.pass.p(95.0),
-        single.pass.p(99.0),
-        single.pass.max(),
-        single.created,
-        single.duplicate,
-        single.superseded
+        &format!("{} more saves after the restart", single.pass.requests),
+        "1",
     );
     let concurrent = &m.concurrent_saves;
-    let _ = writeln!(
+    concurrent.latency_row(
         w,
-        "| {} more saves after those | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {} / {} |",
-        concurrent.pass.requests,
-        config.concurrency,
-        concurrent.pass.throughput(),
-        concurrent.pass.p(50.0),
-        concurrent.pass.p(95.0),
-        concurrent.pass.p(99.0),
-        concurrent.pass.max(),
-        concurrent.created,
-        concurrent.duplicate,
-        concurrent.superseded
+        &format!("{} more saves after those", concurrent.pass.requests),
+        &config.concurrency.to_string(),
     );
     let _ = writeln!(w);
 
@@ -1770,23 +1773,7 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
         "| batching pays: the import's batches / one at a time (texts/s) | {gain:.2} | >= {TARGET_BATCH_GAIN} | {} |",
         verdict(gain >= TARGET_BATCH_GAIN)
     );
-    let seed = &m.seeding;
-    let stages: Vec<f64> = {
-        let mut before = (0, Duration::ZERO);
-        seed.milestones
-            .iter()
-            .map(|milestone| {
-                let rate = (milestone.done - before.0) as f64
-                    / milestone
-                        .elapsed
-                        .saturating_sub(before.1)
-                        .as_secs_f64()
-                        .max(1e-9);
-                before = (milestone.done, milestone.elapsed);
-                rate
-            })
-            .collect()
-    };
+    let stages = m.seeding.stage_rates();
     let what = if config.import { "import" } else { "seeding" };
     if let (Some(first), Some(last)) = (stages.first(), stages.last()) {
         for (i, rate) in stages.iter().enumerate() {
