@@ -18,6 +18,9 @@
 //! - `MEMVAULT_BENCH_DATABASE_URL`, else `DATABASE_URL`: a `postgres://` URL runs against a
 //!   fresh database created on that server and dropped at the end; otherwise SQLite (WAL,
 //!   `synchronous=full`, the server default) in a temporary directory.
+//! - `MEMVAULT_LOG_LEVEL` (`warn`): the servers' log filter (as the server reads it), e.g.
+//!   `warn,memvault::services::memories=debug` for each save's, search's and import batch's
+//!   time by part, on stderr.
 //! - `BENCH_KEEP_DATABASE` (unset): when `1`, the database is kept (its location is printed).
 //! - `BENCH_SEED` (`http`): how the workspace is seeded. `http`: saves over HTTP as described
 //!   below. `import`: the texts go through the import path of `memvault admin import`
@@ -63,7 +66,7 @@
 //!    is set against the model's own.
 //! 7. **The model alone**, called directly (no HTTP, no cache), last: the measured queries one
 //!    at a time (what a fresh query adds to a search), the texts of step 6 one at a time (what
-//!    embedding adds to a save), and the first 512 seeded texts one at a time, in batches of
+//!    embedding adds to a save), and the first 1,024 seeded texts one at a time, in batches of
 //!    `min(BENCH_CONCURRENCY, 32)` (as the save batcher groups concurrent saves) and in the
 //!    import's batches of 256.
 //! 8. **The write path against the model**: ratios measured in this run, which hold on any
@@ -141,7 +144,7 @@ const CONCURRENT_SAVES: usize = 1_000;
 /// Queries asked before any measured search, never reused.
 const WARMUP_QUERIES: usize = 20;
 /// Memory texts the model embeds alone in batches, to measure its throughput.
-const MODEL_BATCHED_TEXTS: usize = 512;
+const MODEL_BATCHED_TEXTS: usize = 1024;
 /// `limit` of every search.
 const SEARCH_LIMIT: usize = 10;
 /// Sentence lengths kept, in characters.
@@ -958,7 +961,7 @@ struct Measured {
 
 fn settings_for(database: &Database) -> Settings {
     let mut settings = server::bench_settings(Settings {
-        log_level: "warn".to_string(),
+        log_level: std::env::var("MEMVAULT_LOG_LEVEL").unwrap_or_else(|_| "warn".to_string()),
         ..Settings::default()
     });
     database.configure(&mut settings);

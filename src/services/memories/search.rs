@@ -112,19 +112,23 @@ impl MemoryService {
         };
 
         let at = now();
+        let started = std::time::Instant::now();
         // Whatever was saved before this search is found by it.
         self.engine.settle().await.map_err(search_error)?;
+        let settled_at = started.elapsed();
         let filter = Filter {
             projects,
             categories,
             now_micros: to_micros(at),
         };
+        let mut embedded_at = settled_at;
         let (vector, keyword) = match mode {
             Mode::Keyword => (None, None),
-            Mode::Semantic => (
-                Some(self.embeddings.embed_query(q).await.map_err(embed_error)?),
-                None,
-            ),
+            Mode::Semantic => {
+                let vector = self.embeddings.embed_query(q).await.map_err(embed_error)?;
+                embedded_at = started.elapsed();
+                (Some(vector), None)
+            }
             Mode::Hybrid => {
                 // The keyword half is found while the query is embedded (on another core).
                 let engine = self.engine.clone();
@@ -134,6 +138,7 @@ impl MemoryService {
                     engine.keyword_candidates(&keyword_lane, &text, &keyword_filter, limit)
                 });
                 let vector = self.embeddings.embed_query(q).await.map_err(embed_error)?;
+                embedded_at = started.elapsed();
                 let keyword = keyword
                     .await
                     .map_err(|e| Error::Internal(format!("search task failed: {e}")))?
@@ -141,6 +146,7 @@ impl MemoryService {
                 (Some(vector), keyword)
             }
         };
+        let candidates_at = started.elapsed();
         let engine = self.engine.clone();
         let fusion = self.tuning.fusion;
         let semantic_weight = self.tuning.semantic_weight;
@@ -169,6 +175,7 @@ impl MemoryService {
         .map_err(|e| Error::Internal(format!("search task failed: {e}")))?
         .map_err(search_error)?;
 
+        let ranked_at = started.elapsed();
         // The database has the last word: only current, live memories that still pass the
         // filters are returned.
         let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
@@ -195,6 +202,16 @@ impl MemoryService {
             })
             .take(limit)
             .collect();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        tracing::debug!(
+            mode = ?mode,
+            settle_ms = ms(settled_at),
+            embed_ms = ms(embedded_at - settled_at),
+            keyword_wait_ms = ms(candidates_at - embedded_at),
+            rank_ms = ms(ranked_at - candidates_at),
+            fetch_ms = ms(started.elapsed() - ranked_at),
+            "memories searched"
+        );
         Ok(SearchResults {
             total: results.len() as i64,
             results,

@@ -191,11 +191,13 @@ impl MemoryService {
             .iter()
             .map(|(_, _, _, d)| d.memory.content.clone())
             .collect();
+        let started = std::time::Instant::now();
         let vectors = self
             .embeddings
             .embed_documents(texts)
             .await
             .map_err(embed_error)?;
+        let embedded_at = started.elapsed();
         for ((number, old_id, supersedes_id, mut draft), vector) in
             batch.drafts.into_iter().zip(vectors)
         {
@@ -249,7 +251,16 @@ impl MemoryService {
                 Err(e) => report.refuse(number, e.to_string()),
             }
         }
+        let saved_at = started.elapsed();
         self.engine.flush().await.map_err(super::search_error)?;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        tracing::debug!(
+            lines = batch.lines,
+            embed_ms = ms(embedded_at),
+            save_ms = ms(saved_at - embedded_at),
+            flush_ms = ms(started.elapsed() - saved_at),
+            "import batch done"
+        );
         Ok(())
     }
 
