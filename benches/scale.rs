@@ -1329,9 +1329,9 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
             "| saves | elapsed | saves/s | p50 ms | p95 ms | VmRSS MB |"
         );
         let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
-        let mut before = (0, Duration::ZERO);
+        let mut from = 0;
         for (milestone, rate) in seed.milestones.iter().zip(seed.stage_rates()) {
-            let latencies = seed.sent(before.0..milestone.done);
+            let latencies = seed.sent(from..milestone.done);
             let latency = |p: f64| {
                 if latencies.is_empty() {
                     "-".to_string()
@@ -1342,14 +1342,14 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
             let _ = writeln!(
                 w,
                 "| {}..{} | {} | {rate:.0} | {} | {} | {} |",
-                before.0,
+                from,
                 milestone.done,
                 seconds(milestone.elapsed),
                 latency(50.0),
                 latency(95.0),
                 mb(milestone.memory, false)
             );
-            before = (milestone.done, milestone.elapsed);
+            from = milestone.done;
         }
         let _ = writeln!(w);
     }

@@ -405,6 +405,11 @@ pub struct MemoryService {
 /// Nearest memories looked at when saving (near-duplicates and supersession candidates).
 const SAVE_NEIGHBOURS: usize = 5;
 
+/// A duration in milliseconds, for the debug timings of saves, searches and imports.
+fn millis(duration: std::time::Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
 impl MemoryService {
     pub fn new(deps: MemoryDeps) -> Self {
         MemoryService {
@@ -724,13 +729,12 @@ impl MemoryService {
         if let Some(created) = self.store.insert_memory(&memory).await? {
             let stored_at = started.elapsed();
             self.index_saved(&created, &embedded, flush).await?;
-            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
             tracing::debug!(
-                embed_ms = ms(embedded_at),
-                neighbours_ms = ms(compared_at - embedded_at),
-                judge_ms = ms(judged_at - compared_at),
-                insert_ms = ms(stored_at - judged_at),
-                index_ms = ms(started.elapsed() - stored_at),
+                embed_ms = millis(embedded_at),
+                neighbours_ms = millis(compared_at - embedded_at),
+                judge_ms = millis(judged_at - compared_at),
+                insert_ms = millis(stored_at - judged_at),
+                index_ms = millis(started.elapsed() - stored_at),
                 "memory saved"
             );
             return Ok(saved(&created, SaveStatus::Created));

@@ -7,7 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
-    category_filter, chars, embed_error, int_param, lane, project_filter, search_error,
+    category_filter, chars, embed_error, int_param, lane, millis, project_filter, search_error,
     MemoryListItem, MemoryService,
 };
 use crate::error::{Error, Result};
@@ -202,14 +202,13 @@ impl MemoryService {
             })
             .take(limit)
             .collect();
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         tracing::debug!(
             mode = ?mode,
-            settle_ms = ms(settled_at),
-            embed_ms = ms(embedded_at - settled_at),
-            keyword_wait_ms = ms(candidates_at - embedded_at),
-            rank_ms = ms(ranked_at - candidates_at),
-            fetch_ms = ms(started.elapsed() - ranked_at),
+            settle_ms = millis(settled_at),
+            embed_ms = millis(embedded_at - settled_at),
+            keyword_wait_ms = millis(candidates_at - embedded_at),
+            rank_ms = millis(ranked_at - candidates_at),
+            fetch_ms = millis(started.elapsed() - ranked_at),
             "memories searched"
         );
         Ok(SearchResults {

@@ -15,7 +15,7 @@ use memvault_actors::Admission;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{embed_error, CreateMemory, Draft, MemoryService, MemoryView, SaveStatus};
+use super::{embed_error, millis, CreateMemory, Draft, MemoryService, MemoryView, SaveStatus};
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
 use crate::model::{Embedded, Source};
@@ -253,12 +253,11 @@ impl MemoryService {
         }
         let saved_at = started.elapsed();
         self.engine.flush().await.map_err(super::search_error)?;
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         tracing::debug!(
             lines = batch.lines,
-            embed_ms = ms(embedded_at),
-            save_ms = ms(saved_at - embedded_at),
-            flush_ms = ms(started.elapsed() - saved_at),
+            embed_ms = millis(embedded_at),
+            save_ms = millis(saved_at - embedded_at),
+            flush_ms = millis(started.elapsed() - saved_at),
             "import batch done"
         );
         Ok(())
