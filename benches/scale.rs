@@ -32,7 +32,10 @@
 //! Corpus: every abstract of SciFact is split on `". "` into sentences; the distinct ones of
 //! 30 to 300 characters are the first memories. When they are fewer than needed, the rest are
 //! `"<title>: <sentence>"`: first each sentence with the title of its own abstract, then with
-//! the title of the next abstract, and so on. Every text is distinct.
+//! the title of the next abstract, and so on. Every text is distinct. The texts are then
+//! shuffled (seeded, the same order every run), so every stage of the seeding holds the same
+//! mix of sentences alone and longer titled ones; the model alone is measured on the first
+//! 1,024 of that order.
 //!
 //! What happens, in order, and what each figure means:
 //! 1. The embedding model is loaded once (**model load**) and shared by both servers below, so
@@ -122,6 +125,9 @@ use memvault::config::Settings;
 use memvault::embedding::{Embedder, BATCH_SIZE};
 use memvault::services::memories::IMPORT_BATCH;
 use memvault::startup::{load_embedder, Application, Overrides};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use server::Running;
@@ -145,6 +151,8 @@ const CONCURRENT_SAVES: usize = 1_000;
 const WARMUP_QUERIES: usize = 20;
 /// Memory texts the model embeds alone in batches, to measure its throughput.
 const MODEL_BATCHED_TEXTS: usize = 1024;
+/// Seed of the corpus's shuffled order.
+const CORPUS_SEED: u64 = 34;
 /// `limit` of every search.
 const SEARCH_LIMIT: usize = 10;
 /// Sentence lengths kept, in characters.
@@ -230,11 +238,11 @@ struct QueryLine {
 /// What the benchmark saves and asks, from SciFact.
 struct Corpus {
     documents: usize,
-    /// Distinct texts, sentences alone first, then titled sentences (shared with the clients,
-    /// never copied: the process's RSS includes them).
+    /// Distinct texts in a seeded shuffled order (shared with the clients, never copied: the
+    /// process's RSS includes them).
     texts: Arc<Vec<String>>,
-    /// How many of `texts` are sentences alone.
-    plain: usize,
+    /// Whether each of `texts` is a sentence alone (not titled).
+    plain: Vec<bool>,
     /// Distinct query texts, in file order.
     queries: Vec<String>,
 }
@@ -285,8 +293,10 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T
         .collect()
 }
 
-/// Up to `wanted` distinct memory texts, and how many of them are sentences alone.
-fn memory_texts(documents: &[Document], wanted: usize) -> (Vec<String>, usize) {
+/// Up to `wanted` distinct memory texts in a seeded shuffled order, and whether each is a
+/// sentence alone: every stage of the seeding gets the same mix of short and titled texts, so
+/// the stages' throughputs compare the program at different sizes, not different texts.
+fn memory_texts(documents: &[Document], wanted: usize) -> (Vec<String>, Vec<bool>) {
     let sentences: Vec<Vec<&str>> = documents
         .iter()
         .map(|d| {
@@ -326,7 +336,13 @@ fn memory_texts(documents: &[Document], wanted: usize) -> (Vec<String>, usize) {
             }
         }
     }
-    (texts, plain)
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(CORPUS_SEED));
+    let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .map(|i| (texts[i].take().unwrap_or_default(), i < plain))
+        .unzip()
 }
 
 // ----------------------------------------------------------------------------------------
@@ -1265,7 +1281,10 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
          search limit {SEARCH_LIMIT} |",
         config.concurrency, config.queries
     );
-    let plain_seeded = corpus.plain.min(n);
+    let plain_seeded = corpus.plain[..n.min(corpus.plain.len())]
+        .iter()
+        .filter(|&&plain| plain)
+        .count();
     let _ = writeln!(
         w,
         "| corpus | SciFact (`{}`): {} abstracts; {plain_seeded} sentences alone + {} \

@@ -3,8 +3,8 @@
 //! neighbours.
 //!
 //! - `text.rs`: one tantivy index for every lane (BM25, English stemming), group-committed.
-//! - `vectors.rs`: per lane, immutable HNSW segments (instant-distance) plus an exact tail,
-//!   folded and merged in the background by the maintenance actor.
+//! - `vectors.rs`: per lane, immutable HNSW segments plus an exact tail, folded and merged in
+//!   the background by the maintenance actor; `hnsw.rs`: the segments' graph.
 //! - here: the lanes' document tables (what each slot holds, alive or not, its filters and
 //!   feedback, thread links), fusion of the two rankings, thread context, and the signals
 //!   (recency, feedback).
@@ -13,6 +13,7 @@
 //! the memories service after every write; a search result is re-read from the database before
 //! it is returned, so an index entry that is stale can cost a result, never return a wrong one.
 
+mod hnsw;
 pub mod text;
 pub mod vectors;
 
@@ -406,15 +407,11 @@ impl LaneIndex {
         self.vectors.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Folds the exact tail into HNSW segments and merges segments; CPU heavy, blocking. The
-    /// builds run on a one-thread pool of their own: instant-distance builds with rayon, and
-    /// on rayon's global pool they would queue ahead of the embedding model's matrix work, so
-    /// saves and searches would wait behind background upkeep.
+    /// Folds the exact tail into HNSW segments and merges segments; CPU heavy, blocking: the
+    /// builds run on the calling thread (one core), never on rayon's pool, where they would
+    /// queue ahead of the embedding model's matrix work.
     pub fn maintain(&self) -> usize {
-        match maintenance_pool() {
-            Some(pool) => pool.install(|| vectors::maintain(&self.vectors)),
-            None => vectors::maintain(&self.vectors),
-        }
+        vectors::maintain(&self.vectors)
     }
 
     pub fn needs_maintenance(&self) -> bool {
@@ -425,20 +422,6 @@ impl LaneIndex {
     pub fn shape(&self) -> (usize, usize, usize) {
         self.vectors().shape()
     }
-}
-
-/// The thread pool of HNSW builds (one thread), made on first use.
-fn maintenance_pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .thread_name(|_| "memvault-hnsw".to_string())
-            .build()
-            .map_err(|e| tracing::warn!(error = %e, "no pool for index builds; using rayon's"))
-            .ok()
-    })
-    .as_ref()
 }
 
 impl memvault_actors::Maintainable for LaneIndex {

@@ -2,8 +2,8 @@
 //!
 //! Design (log-structured, like an LSM tree):
 //! - New vectors go to an exact-search *tail*: one flat vector of halves, scanned by brute force.
-//! - Maintenance folds the tail into an immutable HNSW *segment* (instant-distance builds an
-//!   index in one batch) and merges segments of similar size: when `merge_factor` segments share
+//! - Maintenance folds the tail into an immutable HNSW *segment* (a [`Graph`] built in one
+//!   batch) and merges segments of similar size: when `merge_factor` segments share
 //!   a [`level`], they are rebuilt as one segment of the next level. Maintenance is split into
 //!   [`LaneVectors::plan`] (snapshot, read access), [`LaneVectors::build`] (CPU heavy, no lock)
 //!   and [`LaneVectors::install`] (write access), so searches keep running during a build.
@@ -27,7 +27,8 @@ use std::sync::RwLock;
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
-use instant_distance::{Builder, HnswMap, Point, Search};
+
+use super::hnsw::Graph;
 
 /// Identifier of an entry in a lane (assigned by the caller).
 pub type Slot = u32;
@@ -56,12 +57,12 @@ impl Default for VectorConfig {
         Self {
             tail_max: 2048,
             merge_factor: 4,
-            // 40, not instant-distance's 100: on 20,000 SciFact sentences (MiniLM vectors) a
-            // lane's builds took 0.9 ms of one core per vector instead of 2.3, and recall@10
-            // against the exact scan was 0.997 instead of 0.999 (docs/BENCHMARKS.md). Every
-            // vector is built once per level, on the core the model needs for the next import
-            // batch or save.
-            ef_construction: 40,
+            // On 20,000 and 96,000 memory vectors of the scale bench (MiniLM), 300 of its
+            // vectors as queries: 200 gave recall@10 0.993 / 0.985 against the exact scan at
+            // ef_search 100, for 0.18 / 0.26 ms of one core per vector built (100: 0.989 at
+            // 20,000 for 0.095 ms). Every vector is built once per level, on a core the model
+            // needs for the next import batch or save (docs/BENCHMARKS.md).
+            ef_construction: 200,
             ef_search: 100,
         }
     }
@@ -72,16 +73,6 @@ impl Default for VectorConfig {
 pub enum VectorError {
     #[error("vector has {got} dimensions, expected {expected}")]
     Dimensions { expected: usize, got: usize },
-}
-
-/// A point of an HNSW segment: the vector in half precision.
-#[derive(Clone)]
-struct Embedding(Box<[f16]>);
-
-impl Point for Embedding {
-    fn distance(&self, other: &Self) -> f32 {
-        1.0 - dot(&self.0, &other.0)
-    }
 }
 
 /// `vector` in half precision, as the lane stores it.
@@ -96,7 +87,7 @@ fn encode(vector: &[f32]) -> Box<[f16]> {
 /// F16C (detected once at run time: the build targets baseline x86-64) it widens 8 halves at a
 /// time and runs 32 lanes of fused multiply-adds; elsewhere 8 independent lanes.
 #[inline]
-fn dot(a: &[f16], b: &[f16]) -> f32 {
+pub(super) fn dot(a: &[f16], b: &[f16]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx2_fma_f16c() {
@@ -184,8 +175,9 @@ enum Location {
 /// An immutable HNSW index over some entries, with a mutable dead mask.
 struct Segment {
     id: u64,
-    /// Points and their slots (`map.values[pid]`).
-    map: HnswMap<Embedding, Slot>,
+    /// The points' graph; point `pid` is the entry of `slots[pid]`.
+    graph: Graph,
+    slots: Vec<Slot>,
     /// Dead mask, indexed by point id.
     dead: Vec<bool>,
     dead_count: usize,
@@ -206,16 +198,9 @@ impl Segment {
 
     /// Exact scan of the live entries accepted by `filter`.
     fn scan(&self, query: &[f16], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
-        for (pid, point) in self.map.iter() {
-            let pid = pid.into_inner() as usize;
-            if !self.is_live(pid) {
-                continue;
-            }
-            let Some(&slot) = self.map.values.get(pid) else {
-                continue;
-            };
-            if filter(slot) {
-                top.push(slot, dot(query, &point.0));
+        for (pid, &slot) in self.slots.iter().enumerate() {
+            if self.is_live(pid) && filter(slot) {
+                top.push(slot, dot(query, self.graph.point(pid as u32)));
             }
         }
     }
@@ -326,8 +311,9 @@ pub struct LaneVectors {
 pub struct MergeJob {
     lane_id: u64,
     ef_construction: usize,
-    ef_search: usize,
-    points: Vec<Embedding>,
+    dims: usize,
+    /// The points to build from, `dims` halves each.
+    points: Vec<f16>,
     slots: Vec<Slot>,
     origins: Vec<Location>,
     tail_prefix: usize,
@@ -338,7 +324,9 @@ pub struct MergeJob {
 /// A segment built from a [`MergeJob`], ready for [`LaneVectors::install`].
 pub struct BuiltSegment {
     lane_id: u64,
-    map: HnswMap<Embedding, Slot>,
+    graph: Graph,
+    /// The slot of each point, indexed by point id.
+    slots: Vec<Slot>,
     /// Where each point came from, indexed by point id.
     origins: Vec<Location>,
     tail_prefix: usize,
@@ -451,11 +439,10 @@ impl LaneVectors {
             Location::Tail(index) => self.tail_vector(index as usize)?,
             Location::Segment { segment, pid } => {
                 let seg = &self.segments[self.segment_position(segment)?];
-                // `nth` on the HNSW's slice iterator is O(1) in optimised builds.
-                seg.map
-                    .iter()
-                    .nth(pid as usize)
-                    .map(|(_, point)| &point.0[..])?
+                if pid as usize >= seg.graph.len() {
+                    return None;
+                }
+                seg.graph.point(pid)
             }
         };
         Some(half.to_f32_vec())
@@ -464,8 +451,9 @@ impl LaneVectors {
     /// The `k` nearest live slots with cosine similarity, best first, among those `filter`
     /// accepts. Exact over the tail; HNSW over each segment. When a segment's HNSW answer has
     /// fewer than `k` entries that pass `filter` and are live while the segment holds more live
-    /// entries, that segment is scanned exactly instead. Segments no larger than `ef_search` are
-    /// always scanned exactly. Ties are broken by slot. A query of the wrong length finds nothing.
+    /// entries, that segment is scanned exactly instead. Segments no larger than the search's
+    /// breadth (`ef_search`, at least `k`) are always scanned exactly. Ties are broken by slot.
+    /// A query of the wrong length finds nothing.
     pub fn search(
         &self,
         query: &[f32],
@@ -475,27 +463,29 @@ impl LaneVectors {
         if k == 0 || query.len() != self.dims || self.locations.is_empty() {
             return Vec::new();
         }
-        let point = Embedding(encode(query));
-        let query = &point.0[..];
+        let query = encode(query);
+        let query = &query[..];
+        let ef = self.config.ef_search.max(k);
         let mut top = TopK::new(k, self.live());
         self.scan_tail(query, filter, &mut top);
-        let mut search = Search::default();
         let mut found = Vec::new();
         for seg in &self.segments {
             if seg.live() == 0 {
                 continue;
             }
-            if seg.len() <= self.config.ef_search.max(k) {
+            if seg.len() <= ef {
                 seg.scan(query, filter, &mut top);
                 continue;
             }
             found.clear();
-            for item in seg.map.search(&point, &mut search) {
-                let pid = item.pid.into_inner() as usize;
-                let slot = *item.value;
+            for near in seg.graph.search(query, ef) {
+                let pid = near.id as usize;
+                let Some(&slot) = seg.slots.get(pid) else {
+                    continue;
+                };
                 if seg.is_live(pid) && filter(slot) {
                     // Rescore with the same function as the exact paths, for consistent scores.
-                    found.push((slot, dot(query, &item.point.0)));
+                    found.push((slot, dot(query, seg.graph.point(near.id))));
                 }
             }
             if found.len() < k && seg.live() > found.len() {
@@ -542,7 +532,7 @@ impl LaneVectors {
         let mut job = MergeJob {
             lane_id: self.lane_id,
             ef_construction: self.config.ef_construction.max(1),
-            ef_search: self.config.ef_search.max(1),
+            dims: self.dims,
             points: Vec::new(),
             slots: Vec::new(),
             origins: Vec::new(),
@@ -552,7 +542,7 @@ impl LaneVectors {
         };
         if self.tail_slots.len() >= self.tail_max() {
             let live = self.tail_slots.len() - self.tail_dead_count;
-            job.points.reserve_exact(live);
+            job.points.reserve_exact(live * self.dims);
             job.slots.reserve_exact(live);
             job.origins.reserve_exact(live);
             for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
@@ -562,7 +552,7 @@ impl LaneVectors {
                 let Some(vector) = self.tail_vector(index) else {
                     continue;
                 };
-                job.points.push(Embedding(vector.into()));
+                job.points.extend_from_slice(vector);
                 job.slots.push(slot);
                 job.origins.push(Location::Tail(index as u32));
             }
@@ -571,20 +561,17 @@ impl LaneVectors {
         }
         let chosen = self.mergeable_segments()?;
         let live: usize = chosen.iter().map(|&i| self.segments[i].live()).sum();
-        job.points.reserve_exact(live);
+        job.points.reserve_exact(live * self.dims);
         job.slots.reserve_exact(live);
         job.origins.reserve_exact(live);
         for &position in &chosen {
             let seg = &self.segments[position];
-            for (pid, point) in seg.map.iter() {
-                let pid = pid.into_inner();
-                if !seg.is_live(pid as usize) {
+            for (pid, &slot) in seg.slots.iter().enumerate() {
+                if !seg.is_live(pid) {
                     continue;
                 }
-                let Some(&slot) = seg.map.values.get(pid as usize) else {
-                    continue;
-                };
-                job.points.push(point.clone());
+                let pid = pid as u32;
+                job.points.extend_from_slice(seg.graph.point(pid));
                 job.slots.push(slot);
                 job.origins.push(Location::Segment {
                     segment: seg.id,
@@ -596,13 +583,13 @@ impl LaneVectors {
         Some(job)
     }
 
-    /// Builds the segment of a job: CPU heavy (and parallel, on rayon's pool), to be called
-    /// without holding any lock. Pure function of the job.
+    /// Builds the segment of a job: CPU heavy (on the calling thread), to be called without
+    /// holding any lock. Pure function of the job.
     pub fn build(job: MergeJob) -> BuiltSegment {
         let MergeJob {
             lane_id,
             ef_construction,
-            ef_search,
+            dims,
             points,
             slots,
             origins,
@@ -610,28 +597,11 @@ impl LaneVectors {
             tail_epoch,
             segment_ids,
         } = job;
-        // Build with input indices as values, then translate them (HNSW reorders points).
-        let indices: Vec<Slot> = (0..points.len() as u32).collect();
-        let mut map = Builder::default()
-            .ef_construction(ef_construction)
-            .ef_search(ef_search)
-            .seed(BUILD_SEED)
-            .build(points, indices);
-        let order = std::mem::take(&mut map.values);
-        let mut built_origins = Vec::with_capacity(order.len());
-        let mut built_slots = Vec::with_capacity(order.len());
-        for input in order {
-            let input = input as usize;
-            if let (Some(&origin), Some(&slot)) = (origins.get(input), slots.get(input)) {
-                built_origins.push(origin);
-                built_slots.push(slot);
-            }
-        }
-        map.values = built_slots;
         BuiltSegment {
             lane_id,
-            map,
-            origins: built_origins,
+            graph: Graph::build(dims, slots.len(), points, ef_construction, BUILD_SEED),
+            slots,
+            origins,
             tail_prefix,
             tail_epoch,
             segment_ids,
@@ -644,8 +614,8 @@ impl LaneVectors {
     /// changed its sources, or it belongs to another lane).
     pub fn install(&mut self, built: BuiltSegment) -> bool {
         if built.lane_id != self.lane_id
-            || built.origins.len() != built.map.values.len()
-            || built.map.iter().count() != built.map.values.len()
+            || built.origins.len() != built.slots.len()
+            || built.graph.len() != built.slots.len()
         {
             return false;
         }
@@ -668,7 +638,7 @@ impl LaneVectors {
         self.next_segment_id += 1;
         let mut dead = vec![false; built.origins.len()];
         let mut dead_count = 0;
-        for (pid, (origin, &slot)) in built.origins.iter().zip(&built.map.values).enumerate() {
+        for (pid, (origin, &slot)) in built.origins.iter().zip(&built.slots).enumerate() {
             match self.locations.get_mut(&slot) {
                 Some(location) if location == origin => {
                     *location = Location::Segment {
@@ -711,7 +681,8 @@ impl LaneVectors {
         if dead_count < dead.len() {
             self.segments.push(Segment {
                 id,
-                map: built.map,
+                graph: built.graph,
+                slots: built.slots,
                 dead,
                 dead_count,
             });

@@ -657,6 +657,7 @@ impl MemoryService {
         } else {
             Vec::new()
         };
+        let searched_at = started.elapsed();
         // The neighbours that a rule below may use, read in one query (only current, live
         // ones: neither rule uses any other).
         let wanted: Vec<Uuid> = neighbours
@@ -731,7 +732,8 @@ impl MemoryService {
             self.index_saved(&created, &embedded, flush).await?;
             tracing::debug!(
                 embed_ms = millis(embedded_at),
-                neighbours_ms = millis(compared_at - embedded_at),
+                neighbours_ms = millis(searched_at - embedded_at),
+                read_ms = millis(compared_at - searched_at),
                 judge_ms = millis(judged_at - compared_at),
                 insert_ms = millis(stored_at - judged_at),
                 index_ms = millis(started.elapsed() - stored_at),
