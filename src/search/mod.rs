@@ -733,7 +733,7 @@ impl SearchEngine {
                 .get(slot as usize)
                 .is_some_and(|d| d.passes(filter))
         };
-        let found = index.vectors().search(vector, k, &accept);
+        let found = index.vectors().nearest(vector, k, &accept);
         found
             .into_iter()
             .map(|(slot, similarity)| Neighbour {
