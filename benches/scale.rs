@@ -336,13 +336,13 @@ fn memory_texts(documents: &[Document], wanted: usize) -> (Vec<String>, Vec<bool
             }
         }
     }
-    let mut order: Vec<usize> = (0..texts.len()).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(CORPUS_SEED));
-    let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
-    order
+    let mut tagged: Vec<(String, bool)> = texts
         .into_iter()
-        .map(|i| (texts[i].take().unwrap_or_default(), i < plain))
-        .unzip()
+        .enumerate()
+        .map(|(i, text)| (text, i < plain))
+        .collect();
+    tagged.shuffle(&mut StdRng::seed_from_u64(CORPUS_SEED));
+    tagged.into_iter().unzip()
 }
 
 // ----------------------------------------------------------------------------------------

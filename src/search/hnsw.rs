@@ -119,16 +119,6 @@ pub struct Graph {
     top: usize,
 }
 
-impl std::fmt::Debug for Graph {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph")
-            .field("dims", &self.dims)
-            .field("len", &self.len())
-            .field("top", &self.top)
-            .finish()
-    }
-}
-
 /// splitmix64: the levels' generator (seeded, so a segment's graph is reproducible).
 fn next_random(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
