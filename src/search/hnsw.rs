@@ -1,6 +1,6 @@
 //! A hierarchical navigable small world graph (HNSW: Malkov and Yashunin, 2016) over
-//! half-precision unit vectors, built once from a batch of points and then only searched: the
-//! graph behind each immutable segment of a lane's vector index ([`super::vectors`]).
+//! half-precision unit vectors: the graph behind each segment of a lane's vector index ([`super::vectors`]), built from a batch
+//! of points and grown by appending batches (to a copy, while the original is searched).
 //!
 //! Written here instead of taken from a crate: instant-distance 0.6 (used before) built the
 //! same vectors 7 times slower and searched them 3.5 times slower for the same recall (96,000
@@ -13,7 +13,7 @@
 //! from a seeded generator with `P(level >= l) = M^-l`; links are chosen by the paper's
 //! heuristic (a candidate is kept only if it is nearer the node than every link kept before it),
 //! both for a new node and when a neighbour's full list takes the new node in. Node ids are the
-//! positions of the points given to [`Graph::build`].
+//! positions of the points given to [`Graph::build`] and then [`Graph::append`].
 
 use std::cell::RefCell;
 use std::cmp::{Ordering, Reverse};
@@ -104,6 +104,7 @@ thread_local! {
 }
 
 /// An HNSW graph over `len()` points of `dims` halves each.
+#[derive(Clone)]
 pub struct Graph {
     dims: usize,
     /// The points, `dims` halves each, in node order.
@@ -117,6 +118,8 @@ pub struct Graph {
     entry: u32,
     /// The highest level.
     top: usize,
+    /// The levels' generator, where the last node's draw left it.
+    state: u64,
 }
 
 /// splitmix64: the levels' generator (seeded, so a segment's graph is reproducible).
@@ -144,35 +147,51 @@ impl Graph {
             _ => len.min(points.len() / dims),
         };
         points.truncate(len * dims);
-        let mut state = seed;
-        let scale = 1.0 / (M as f64).ln();
-        let upper = (0..len)
-            .map(|_| {
-                // A uniform draw in (0, 1]: 53 random bits, never 0.
-                let uniform = ((next_random(&mut state) >> 11) + 1) as f64 / (1u64 << 53) as f64;
-                let level = ((-uniform.ln() * scale) as usize).min(MAX_LEVEL);
-                vec![0u32; level * (M + 1)].into_boxed_slice()
-            })
-            .collect();
         let mut graph = Graph {
             dims,
-            points,
-            zero: vec![0; len * (M0 + 1)],
-            upper,
+            points: Vec::new(),
+            zero: Vec::new(),
+            upper: Vec::new(),
             entry: 0,
             top: 0,
+            state: seed,
         };
+        graph.append(len, points, ef_construction);
+        graph
+    }
+
+    /// Adds `len` points (`points` holds `len * dims` halves; `len` is cut to what it holds)
+    /// after the graph's own, inserting them in order as [`Graph::build`] does: their ids
+    /// follow the graph's last, the nodes already in it keep theirs. The levels continue the
+    /// build's seeded sequence, so building in parts gives the graph of one build.
+    pub fn append(&mut self, len: usize, points: Vec<f16>, ef_construction: usize) {
+        let dims = self.dims;
+        let len = match dims {
+            0 => len,
+            _ => len.min(points.len() / dims),
+        };
+        let first = self.len();
+        self.points.extend_from_slice(&points[..len * dims]);
+        self.zero.resize((first + len) * (M0 + 1), 0);
+        let scale = 1.0 / (M as f64).ln();
+        self.upper.reserve(len);
+        for _ in 0..len {
+            // A uniform draw in (0, 1]: 53 random bits, never 0.
+            let uniform = ((next_random(&mut self.state) >> 11) + 1) as f64 / (1u64 << 53) as f64;
+            let level = ((-uniform.ln() * scale) as usize).min(MAX_LEVEL);
+            self.upper
+                .push(vec![0u32; level * (M + 1)].into_boxed_slice());
+        }
         let ef = ef_construction.max(1);
         SCRATCH.with(|scratch| {
             let scratch = &mut scratch.borrow_mut();
             let mut chosen = Vec::with_capacity(M0);
             let mut pool = Vec::with_capacity(M0 + 1);
             let mut kept = Vec::with_capacity(M0);
-            for id in 0..len as u32 {
-                graph.insert(id, ef, scratch, &mut chosen, &mut pool, &mut kept);
+            for id in first as u32..(first + len) as u32 {
+                self.insert(id, ef, scratch, &mut chosen, &mut pool, &mut kept);
             }
         });
-        graph
     }
 
     pub fn len(&self) -> usize {
@@ -475,5 +494,25 @@ mod tests {
         }
         // A narrow search returns no more than asked.
         assert_eq!(graph.search(graph.point(0), 3).len(), 3);
+    }
+
+    #[test]
+    fn appending_in_parts_builds_the_graph_of_one_build() {
+        let dims = 16;
+        let mut state = 13;
+        let points: Vec<f16> = (0..900)
+            .flat_map(|_| halves(&random_unit(&mut state, dims)))
+            .collect();
+        let whole = Graph::build(dims, 900, points.clone(), 40, 9);
+        let mut parts = Graph::build(dims, 500, points[..500 * dims].to_vec(), 40, 9);
+        parts.append(0, Vec::new(), 40);
+        parts.append(400, points[500 * dims..].to_vec(), 40);
+        assert_eq!(parts.len(), 900);
+        assert_eq!(parts.zero, whole.zero);
+        assert_eq!(parts.upper, whole.upper);
+        assert_eq!((parts.entry, parts.top), (whole.entry, whole.top));
+        for id in [0, 499, 500, 899] {
+            assert_eq!(parts.search(parts.point(id), 5)[0].id, id);
+        }
     }
 }

@@ -1,14 +1,19 @@
 //! Per-lane vector index for unit-length embeddings.
 //!
-//! Design (log-structured, like an LSM tree):
+//! Design:
 //! - New vectors go to an exact-search *tail*: one flat vector of halves, scanned by brute force.
-//! - Maintenance folds the tail into an immutable HNSW *segment* (a [`Graph`] built in one
-//!   batch) and merges segments of similar size: when `merge_factor` segments share
-//!   a [`level`], they are rebuilt as one segment of the next level. Maintenance is split into
-//!   [`LaneVectors::plan`] (snapshot, read access), [`LaneVectors::build`] (CPU heavy, no lock)
-//!   and [`LaneVectors::install`] (write access), so searches keep running during a build.
-//! - Each vector is stored exactly once: in the tail or in one segment's HNSW points (merges read
-//!   the points back from the HNSW). A slot -> location map is the source of truth: an entry is
+//! - Maintenance folds a full tail into an HNSW *segment* (a [`Graph`]): appended to a copy of
+//!   the smallest segment that has room (fewer than `segment_max` points, at most half of them
+//!   dead), or built as a new segment when none has. So a lane holds one segment per
+//!   `segment_max` vectors and a search (the save path's neighbour lookup above all) walks one
+//!   graph, not one per size class of a merge scheme; and every vector is linked into a graph
+//!   once, not again at each merge. A segment more than half dead is rebuilt from its live
+//!   points alone. Maintenance is split into [`LaneVectors::plan`] (snapshot, read access),
+//!   [`LaneVectors::build`] (CPU heavy, no lock) and [`LaneVectors::install`] (write access),
+//!   so searches keep running during a build: a segment is appended to by copying its graph
+//!   (shared by `Arc` with the job) and installing the copy in its place.
+//! - Each vector is stored exactly once: in the tail or in one segment's HNSW points (rebuilds
+//!   read the points back from the HNSW). A slot -> location map is the source of truth: an entry is
 //!   live only while the map points at it. Removed or replaced entries become dead; dead entries
 //!   are skipped at search time and dropped when their segment or tail prefix is rebuilt.
 //! - Vectors are stored in half precision (IEEE 754 binary16: 2 bytes a dimension instead of 4),
@@ -21,9 +26,9 @@
 //!   leaves a segment's HNSW answer short.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -44,8 +49,9 @@ static NEXT_LANE_ID: AtomicU64 = AtomicU64::new(1);
 pub struct VectorConfig {
     /// Tail length (entries, dead ones included) at which the tail is folded into a segment.
     pub tail_max: usize,
-    /// Number of same-level segments that are merged into one segment of the next level.
-    pub merge_factor: usize,
+    /// Points (dead ones included) past which a segment takes no more appended folds; a full
+    /// tail then starts a new segment. At least `tail_max`.
+    pub segment_max: usize,
     /// HNSW construction breadth.
     pub ef_construction: usize,
     /// HNSW search breadth: each segment's HNSW answer holds at most this many candidates.
@@ -59,7 +65,9 @@ impl Default for VectorConfig {
     fn default() -> Self {
         Self {
             tail_max: 2048,
-            merge_factor: 4,
+            // 262,144 halves of 384 dimensions are 200 MB; a fold copies the graph it appends
+            // to (the original is searched meanwhile), so this bounds that copy.
+            segment_max: 262_144,
             // On 20,000 and 96,000 memory vectors of the scale bench (MiniLM), 300 of its
             // vectors as queries: 200 gave recall@10 0.993 / 0.985 against the exact scan at
             // ef_search 100, for 0.18 / 0.26 ms of one core per vector built (100: 0.989 at
@@ -181,11 +189,12 @@ enum Location {
     Segment { segment: u64, pid: u32 },
 }
 
-/// An immutable HNSW index over some entries, with a mutable dead mask.
+/// An HNSW index over some entries, with a mutable dead mask. The graph is never changed in
+/// place: a fold appends to a copy, installed as a new segment.
 struct Segment {
     id: u64,
     /// The points' graph; point `pid` is the entry of `slots[pid]`.
-    graph: Graph,
+    graph: Arc<Graph>,
     slots: Vec<Slot>,
     /// Dead mask, indexed by point id.
     dead: Vec<bool>,
@@ -203,6 +212,11 @@ impl Segment {
 
     fn is_live(&self, pid: usize) -> bool {
         !self.dead.get(pid).copied().unwrap_or(true)
+    }
+
+    /// More than half of the points are dead: rebuilt from the live ones, not appended to.
+    fn is_dead_heavy(&self) -> bool {
+        self.dead_count * 2 > self.len()
     }
 
     /// Exact scan of the live entries accepted by `filter`.
@@ -316,13 +330,18 @@ pub struct LaneVectors {
     next_segment_id: u64,
 }
 
-/// A snapshot of maintenance work: owned copies of the points to fold or merge.
+/// A snapshot of maintenance work: owned copies of the points to fold or rebuild, and the graph
+/// they are appended to, if any.
 pub struct MergeJob {
     lane_id: u64,
     ef_construction: usize,
     dims: usize,
-    /// The points to build from, `dims` halves each.
+    /// The segment graph the points are appended to (to a copy of it), or `None` for a new
+    /// graph of the points alone.
+    base: Option<Arc<Graph>>,
+    /// The points to build from or append, `dims` halves each.
     points: Vec<f16>,
+    /// The slot of each point of the result: the base's points, then the new ones.
     slots: Vec<Slot>,
     origins: Vec<Location>,
     tail_prefix: usize,
@@ -341,24 +360,6 @@ pub struct BuiltSegment {
     tail_prefix: usize,
     tail_epoch: u64,
     segment_ids: Vec<u64>,
-}
-
-/// Level of a segment of `points` live points: `floor(log_merge_factor(points / tail_max))`, and
-/// 0 when `points <= tail_max`. `tail_max` is taken as at least 1, `merge_factor` as at least 2.
-pub fn level(points: usize, tail_max: usize, merge_factor: usize) -> u32 {
-    let tail_max = tail_max.max(1);
-    let merge_factor = merge_factor.max(2);
-    let mut level = 0;
-    let mut bound = tail_max;
-    // Largest `level` with `tail_max * merge_factor^level <= points`.
-    while let Some(next) = bound.checked_mul(merge_factor) {
-        if next > points {
-            break;
-        }
-        bound = next;
-        level += 1;
-    }
-    level
 }
 
 impl LaneVectors {
@@ -550,19 +551,21 @@ impl LaneVectors {
     }
 
     /// Whether maintenance has work: the tail is at least `tail_max` long (dead entries
-    /// included), or `merge_factor` segments share a level.
+    /// included), or a segment is more than half dead.
     pub fn needs_maintenance(&self) -> bool {
-        self.tail_slots.len() >= self.tail_max() || self.mergeable_segments().is_some()
+        self.tail_slots.len() >= self.tail_max() || self.dead_heavy_segment().is_some()
     }
 
-    /// Takes a snapshot of the work (owned copies of the points and slots to fold), or `None`.
-    /// Folding a full tail comes first; otherwise the lowest level with `merge_factor` segments
-    /// is merged.
+    /// Takes a snapshot of the work, or `None`. Folding a full tail comes first: its oldest
+    /// entries, as many as the segment they go to has room for, are appended to the smallest
+    /// segment with room (see [`LaneVectors::append_base`]) or make a new one. Otherwise a
+    /// segment more than half dead is rebuilt from its live points.
     pub fn plan(&self) -> Option<MergeJob> {
         let mut job = MergeJob {
             lane_id: self.lane_id,
             ef_construction: self.config.ef_construction.max(1),
             dims: self.dims,
+            base: None,
             points: Vec::new(),
             slots: Vec::new(),
             origins: Vec::new(),
@@ -571,11 +574,29 @@ impl LaneVectors {
             segment_ids: Vec::new(),
         };
         if self.tail_slots.len() >= self.tail_max() {
-            let live = self.tail_slots.len() - self.tail_dead_count;
+            let mut room = self.segment_max();
+            if let Some(position) = self.append_base() {
+                let seg = &self.segments[position];
+                room -= seg.len();
+                job.base = Some(Arc::clone(&seg.graph));
+                job.slots.extend_from_slice(&seg.slots);
+                job.origins
+                    .extend((0..seg.len() as u32).map(|pid| Location::Segment {
+                        segment: seg.id,
+                        pid,
+                    }));
+                job.segment_ids.push(seg.id);
+            }
+            let prefix = self.tail_slots.len().min(room);
+            let live = prefix - self.tail_dead[..prefix].iter().filter(|&&d| d).count();
             job.points.reserve_exact(live * self.dims);
-            job.slots.reserve_exact(live);
-            job.origins.reserve_exact(live);
-            for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
+            job.slots.reserve(live);
+            job.origins.reserve(live);
+            for (index, (&slot, &dead)) in self.tail_slots[..prefix]
+                .iter()
+                .zip(&self.tail_dead)
+                .enumerate()
+            {
                 if dead {
                     continue;
                 }
@@ -586,30 +607,27 @@ impl LaneVectors {
                 job.slots.push(slot);
                 job.origins.push(Location::Tail(index as u32));
             }
-            job.tail_prefix = self.tail_slots.len();
+            job.tail_prefix = prefix;
             return Some(job);
         }
-        let chosen = self.mergeable_segments()?;
-        let live: usize = chosen.iter().map(|&i| self.segments[i].live()).sum();
+        let seg = &self.segments[self.dead_heavy_segment()?];
+        let live = seg.live();
         job.points.reserve_exact(live * self.dims);
         job.slots.reserve_exact(live);
         job.origins.reserve_exact(live);
-        for &position in &chosen {
-            let seg = &self.segments[position];
-            for (pid, &slot) in seg.slots.iter().enumerate() {
-                if !seg.is_live(pid) {
-                    continue;
-                }
-                let pid = pid as u32;
-                job.points.extend_from_slice(seg.graph.point(pid));
-                job.slots.push(slot);
-                job.origins.push(Location::Segment {
-                    segment: seg.id,
-                    pid,
-                });
+        for (pid, &slot) in seg.slots.iter().enumerate() {
+            if !seg.is_live(pid) {
+                continue;
             }
-            job.segment_ids.push(seg.id);
+            let pid = pid as u32;
+            job.points.extend_from_slice(seg.graph.point(pid));
+            job.slots.push(slot);
+            job.origins.push(Location::Segment {
+                segment: seg.id,
+                pid,
+            });
         }
+        job.segment_ids.push(seg.id);
         Some(job)
     }
 
@@ -620,6 +638,7 @@ impl LaneVectors {
             lane_id,
             ef_construction,
             dims,
+            base,
             points,
             slots,
             origins,
@@ -627,9 +646,19 @@ impl LaneVectors {
             tail_epoch,
             segment_ids,
         } = job;
+        let graph = match base {
+            Some(base) => {
+                let mut graph = Graph::clone(&base);
+                drop(base);
+                let appended = slots.len().saturating_sub(graph.len());
+                graph.append(appended, points, ef_construction);
+                graph
+            }
+            None => Graph::build(dims, slots.len(), points, ef_construction, BUILD_SEED),
+        };
         BuiltSegment {
             lane_id,
-            graph: Graph::build(dims, slots.len(), points, ef_construction, BUILD_SEED),
+            graph,
             slots,
             origins,
             tail_prefix,
@@ -711,7 +740,7 @@ impl LaneVectors {
         if dead_count < dead.len() {
             self.segments.push(Segment {
                 id,
-                graph: built.graph,
+                graph: Arc::new(built.graph),
                 slots: built.slots,
                 dead,
                 dead_count,
@@ -728,6 +757,27 @@ impl LaneVectors {
 
     fn tail_max(&self) -> usize {
         self.config.tail_max.max(1)
+    }
+
+    fn segment_max(&self) -> usize {
+        self.config.segment_max.max(self.tail_max())
+    }
+
+    /// The segment a full tail is appended to: the smallest with fewer than `segment_max`
+    /// points that is not more than half dead (the oldest of equals).
+    fn append_base(&self) -> Option<usize> {
+        let segment_max = self.segment_max();
+        self.segments
+            .iter()
+            .enumerate()
+            .filter(|(_, seg)| seg.len() < segment_max && !seg.is_dead_heavy())
+            .min_by_key(|(_, seg)| seg.len())
+            .map(|(position, _)| position)
+    }
+
+    /// The oldest segment more than half dead.
+    fn dead_heavy_segment(&self) -> Option<usize> {
+        self.segments.iter().position(Segment::is_dead_heavy)
     }
 
     fn tail_vector(&self, index: usize) -> Option<&[f16]> {
@@ -749,22 +799,6 @@ impl LaneVectors {
             }
         }
     }
-
-    /// Positions of `merge_factor` segments sharing the lowest level that has that many.
-    fn mergeable_segments(&self) -> Option<Vec<usize>> {
-        let merge_factor = self.config.merge_factor.max(2);
-        let mut by_level: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (position, seg) in self.segments.iter().enumerate() {
-            let level = level(seg.live(), self.config.tail_max, merge_factor);
-            by_level.entry(level).or_default().push(position);
-        }
-        by_level.into_values().find_map(|mut positions| {
-            (positions.len() >= merge_factor).then(|| {
-                positions.truncate(merge_factor);
-                positions
-            })
-        })
-    }
 }
 
 impl std::fmt::Debug for LaneVectors {
@@ -784,6 +818,7 @@ impl std::fmt::Debug for LaneVectors {
 impl std::fmt::Debug for MergeJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MergeJob")
+            .field("base", &self.base.as_ref().map(|graph| graph.len()))
             .field("points", &self.points.len())
             .field("tail_prefix", &self.tail_prefix)
             .field("segments", &self.segment_ids.len())
@@ -858,7 +893,7 @@ mod tests {
     fn small_config() -> VectorConfig {
         VectorConfig {
             tail_max: 64,
-            merge_factor: 4,
+            segment_max: 256,
             ef_construction: 16,
             ef_search: 64,
             ef_nearest: 16,
@@ -907,32 +942,6 @@ mod tests {
             Some(job) => lane.install(LaneVectors::build(job)),
             None => false,
         }
-    }
-
-    #[test]
-    fn level_table() {
-        let cases = [
-            (0, 0),
-            (1, 0),
-            (64, 0),
-            (65, 0),
-            (255, 0),
-            (256, 1),
-            (1023, 1),
-            (1024, 2),
-            (4095, 2),
-            (4096, 3),
-            (usize::MAX, 28),
-        ];
-        for (points, expected) in cases {
-            assert_eq!(level(points, 64, 4), expected, "points {points}");
-        }
-        assert_eq!(level(8, 2, 2), 2);
-        assert_eq!(level(7, 2, 2), 1);
-        assert_eq!(level(100_000, 2048, 4), 2);
-        // Degenerate parameters are clamped rather than looping or dividing by zero.
-        assert_eq!(level(8, 0, 0), 3);
-        assert_eq!(level(8, 1, 1), 3);
     }
 
     #[test]
@@ -1103,10 +1112,8 @@ mod tests {
             let found = lane.search(&v, 1, &all);
             assert_eq!(found.first().map(|r| r.0), Some(slot));
         }
-        // After merging, the dead entries are gone for good.
-        let lock = RwLock::new(lane);
-        maintain(&lock);
-        let lane = lock.into_inner().unwrap_or_else(|e| e.into_inner());
+        // A third dead is no reason to rebuild; searches keep skipping the dead.
+        assert!(!lane.needs_maintenance());
         for _ in 0..5 {
             let q = unit(&mut rng, 16);
             let found = lane.search(&q, 400, &all);
@@ -1202,39 +1209,88 @@ mod tests {
     }
 
     #[test]
-    fn merge_during_changes_keeps_newest_state() {
-        let (mut lane, mut rng) = segments_of_64(4, 7);
-        assert_eq!(lane.shape(), (4, 0, 0));
-        assert!(lane.needs_maintenance());
-        let job = lane.plan().expect("four level-0 segments");
+    fn append_during_changes_keeps_newest_state() {
+        let (mut lane, mut rng) = filled(64, 8, 7);
+        assert!(step(&mut lane));
+        add(&mut lane, &mut rng, 64..128);
+        assert_eq!(lane.shape(), (1, 64, 0));
+        let job = lane.plan().expect("the tail is full");
+        assert!(format!("{job:?}").contains("base: Some(64)"), "{job:?}");
         let built = LaneVectors::build(job);
+        // Meanwhile: replace slot 10 (in the segment), remove 100 (in the folded tail), add 300.
         let newer = unit(&mut rng, 8);
         lane.insert(10, newer.clone()).expect("replace");
-        assert!(lane.remove(200));
+        assert!(lane.remove(100));
+        lane.insert(300, unit(&mut rng, 8)).expect("insert");
         assert!(lane.install(built));
-        assert_eq!(lane.shape(), (1, 1, 2));
+        // One segment of 128 points (10 and 100 dead); the tail holds the new 10 and 300.
+        assert_eq!(lane.shape(), (1, 2, 2));
         assert_eq!(lane.get(10), Some(newer.clone()));
-        assert_eq!(lane.get(200), None);
-        assert_eq!(lane.live(), 255);
-        let found = lane.search(&newer, 300, &all);
-        assert_eq!(found.len(), 255);
+        assert_eq!(lane.get(100), None);
+        assert_eq!(lane.live(), 128);
+        let found = lane.search(&newer, 200, &all);
+        assert_eq!(found.len(), 128);
         assert_eq!(found[0].0, 10);
-        assert_eq!(found, lane.search_exact(&newer, 300, &all));
+        assert_eq!(found, lane.search_exact(&newer, 200, &all));
+        for slot in (0..128).chain([300]).filter(|&s| s != 100) {
+            let v = lane.get(slot).expect("live");
+            assert_eq!(lane.search(&v, 1, &all)[0].0, slot, "slot {slot}");
+        }
+    }
+
+    #[test]
+    fn folds_fill_a_segment_before_starting_another() {
+        // segment_max is 256: a tail of 64 at a time fills the first segment in four folds.
+        let (lane, _) = grown(640, 64, 8, 17);
+        let mut lens: Vec<usize> = lane.segments.iter().map(Segment::len).collect();
+        lens.sort_unstable();
+        assert_eq!(lens, vec![128, 256, 256]);
+        assert_eq!(lane.shape(), (3, 0, 0));
+        // A tail longer than a segment's room is folded in parts.
+        let (mut lane, _) = filled(600, 8, 18);
+        let lock = RwLock::new(lane);
+        assert_eq!(maintain(&lock), 3);
+        lane = lock.into_inner().unwrap_or_else(|e| e.into_inner());
+        let lens: Vec<usize> = lane.segments.iter().map(Segment::len).collect();
+        assert_eq!(lens, vec![256, 256, 88]);
+        assert_eq!(lane.live(), 600);
+        // The next fold goes to the segment with room.
+        let mut rng = StdRng::seed_from_u64(19);
+        add(&mut lane, &mut rng, 1000..1064);
+        assert!(step(&mut lane));
+        let mut lens: Vec<usize> = lane.segments.iter().map(Segment::len).collect();
+        lens.sort_unstable();
+        assert_eq!(lens, vec![152, 256, 256]);
+    }
+
+    #[test]
+    fn a_segment_more_than_half_dead_is_rebuilt() {
+        let (mut lane, mut rng) = grown(256, 64, 8, 20);
+        assert_eq!(lane.shape(), (1, 0, 0));
+        for slot in 0..128 {
+            assert!(lane.remove(slot));
+        }
+        // Half dead: still appended to.
+        assert!(!lane.needs_maintenance());
+        assert!(lane.remove(128));
+        assert!(lane.needs_maintenance());
+        // A full tail is folded first, into a new segment: the only one is more than half dead.
+        add(&mut lane, &mut rng, 500..564);
+        assert!(step(&mut lane));
+        assert_eq!(lane.shape(), (2, 0, 129));
+        assert!(step(&mut lane));
+        assert_eq!(lane.shape(), (2, 0, 0));
+        assert!(!lane.needs_maintenance());
+        assert_eq!(lane.live(), 127 + 64);
+        for slot in (129..256).chain(500..564) {
+            let v = lane.get(slot).expect("live");
+            assert_eq!(lane.search(&v, 1, &all)[0].0, slot, "slot {slot}");
+        }
     }
 
     #[test]
     fn stale_job_is_refused() {
-        let (mut lane, _) = segments_of_64(4, 8);
-        let first = LaneVectors::build(lane.plan().expect("merge"));
-        let second = LaneVectors::build(lane.plan().expect("merge"));
-        assert!(lane.install(first));
-        let shape = lane.shape();
-        assert_eq!(shape, (1, 0, 0));
-        assert!(!lane.install(second));
-        assert_eq!(lane.shape(), shape);
-        assert_eq!(lane.live(), 256);
-
-        // A tail fold planned before another fold is stale too.
+        // Two folds planned from the same tail: the second is stale once the first is in.
         let (mut lane, _) = filled(64, 8, 9);
         let first = LaneVectors::build(lane.plan().expect("fold"));
         let second = LaneVectors::build(lane.plan().expect("fold"));
@@ -1242,15 +1298,30 @@ mod tests {
         assert!(!lane.install(second));
         assert_eq!(lane.shape(), (1, 0, 0));
 
-        // A segment merged away by a removal is refused.
-        let (mut lane, _) = segments_of_64(4, 10);
-        let job = LaneVectors::build(lane.plan().expect("merge"));
+        // Two appends to the same segment: the second one's base is gone.
+        let (mut lane, mut rng) = filled(64, 8, 8);
+        assert!(step(&mut lane));
+        add(&mut lane, &mut rng, 64..128);
+        let first = LaneVectors::build(lane.plan().expect("append"));
+        let second = LaneVectors::build(lane.plan().expect("append"));
+        assert!(lane.install(first));
+        let shape = lane.shape();
+        assert_eq!(shape, (1, 0, 0));
+        assert!(!lane.install(second));
+        assert_eq!(lane.shape(), shape);
+        assert_eq!(lane.live(), 128);
+
+        // An append whose segment was emptied by removals is refused.
+        let (mut lane, mut rng) = filled(64, 8, 10);
+        assert!(step(&mut lane));
+        add(&mut lane, &mut rng, 64..128);
+        let job = LaneVectors::build(lane.plan().expect("append"));
         for slot in 0..64 {
             lane.remove(slot);
         }
-        assert_eq!(lane.shape(), (3, 0, 0));
+        assert_eq!(lane.shape(), (0, 64, 0));
         assert!(!lane.install(job));
-        assert_eq!(lane.live(), 192);
+        assert_eq!(lane.live(), 64);
 
         // A job from another lane is refused.
         let (other, _) = filled(64, 8, 11);
@@ -1259,17 +1330,6 @@ mod tests {
         assert!(!lane.install(foreign));
         assert_eq!(lane.shape(), (0, 64, 0));
         assert!(other.plan().is_some());
-    }
-
-    /// A lane with `count` level-0 segments of 64 entries each, not yet merged.
-    fn segments_of_64(count: u32, seed: u64) -> (LaneVectors, StdRng) {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut lane = LaneVectors::new(8, small_config());
-        for i in 0..count {
-            add(&mut lane, &mut rng, i * 64..(i + 1) * 64);
-            assert!(step(&mut lane));
-        }
-        (lane, rng)
     }
 
     #[test]
@@ -1316,21 +1376,22 @@ mod tests {
 
     #[test]
     fn maintain_completes() {
-        let (lane, mut rng) = segments_of_64(4, 15);
+        let (lane, mut rng) = grown(200, 100, 8, 15);
         let lane = RwLock::new(lane);
         {
             let mut guard = lane.write().unwrap_or_else(|e| e.into_inner());
-            assert!(guard.needs_maintenance());
+            assert!(!guard.needs_maintenance());
             add(&mut guard, &mut rng, 1000..1100);
+            assert!(guard.needs_maintenance());
         }
-        // Fold the tail, then merge the five level-0 segments' first four.
-        assert_eq!(maintain(&lane), 2);
+        // 56 fill the segment of 200; the other 44 stay in the tail (shorter than tail_max).
+        assert_eq!(maintain(&lane), 1);
         assert_eq!(maintain(&lane), 0);
         let lane = lane.into_inner().unwrap_or_else(|e| e.into_inner());
         assert!(!lane.needs_maintenance());
-        assert_eq!(lane.live(), 356);
-        assert_eq!(lane.shape(), (2, 0, 0));
-        for slot in [0, 255, 1000, 1099] {
+        assert_eq!(lane.live(), 300);
+        assert_eq!(lane.shape(), (1, 44, 0));
+        for slot in [0, 199, 1000, 1099] {
             assert!(lane.get(slot).is_some());
         }
     }

@@ -256,10 +256,13 @@ pub async fn connect_node(
             });
         // One writer connection (SQLite writes are serial anyway; queueing in the pool is fair
         // and avoids the busy handler's sleeps), and read-only connections for the rest.
+        // The writer's page cache is 32 MB instead of SQLite's 2 MB: every new memory goes into
+        // the dedup index at a place its hash picks, so once that index outgrew the cache most
+        // inserts read a page back from the file first (docs/BENCHMARKS.md).
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.clone())
+            .connect_with(options.clone().pragma("cache_size", "-32768"))
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
         let readers = SqlitePoolOptions::new()

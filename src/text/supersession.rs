@@ -69,8 +69,8 @@ pub struct UpdateJudgement {
 /// table frames with a change marker, 0.6-0.75 for generic frames and for "no marker"
 /// refusals. Precision is preferred over recall throughout.
 pub fn judge_update(old: &str, new: &str) -> UpdateJudgement {
-    let o = analyse(old);
-    let n = analyse(new);
+    let o = analysed(old);
+    let n = analysed(new);
     if o.stems.is_empty() || n.stems.is_empty() {
         return verdict(false, 0.5, "empty memory");
     }
@@ -2855,6 +2855,38 @@ struct Analysis {
     stems: Vec<String>,
     markers: Markers,
     facts: Vec<Fact>,
+}
+
+/// Texts analysed last on this thread, newest last.
+const RECENT_ANALYSES: usize = 32;
+
+thread_local! {
+    static RECENT: std::cell::RefCell<Vec<(String, std::rc::Rc<Analysis>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`analyse`], remembered for the last [`RECENT_ANALYSES`] texts of this thread: a save
+/// judges its new memory against each of its near neighbours in turn, so without it the new
+/// text is analysed again for every pair.
+fn analysed(text: &str) -> std::rc::Rc<Analysis> {
+    let hit = RECENT.with_borrow(|recent| {
+        recent
+            .iter()
+            .rev()
+            .find(|(seen, _)| seen == text)
+            .map(|(_, analysis)| std::rc::Rc::clone(analysis))
+    });
+    if let Some(analysis) = hit {
+        return analysis;
+    }
+    let analysis = std::rc::Rc::new(analyse(text));
+    RECENT.with_borrow_mut(|recent| {
+        if recent.len() == RECENT_ANALYSES {
+            recent.remove(0);
+        }
+        recent.push((text.to_string(), std::rc::Rc::clone(&analysis)));
+    });
+    analysis
 }
 
 fn analyse(text: &str) -> Analysis {
