@@ -1,6 +1,7 @@
 //! A hierarchical navigable small world graph (HNSW: Malkov and Yashunin, 2016) over
-//! half-precision unit vectors: the graph behind each segment of a lane's vector index ([`super::vectors`]), built from a batch
-//! of points and grown by appending batches (to a copy, while the original is searched).
+//! half-precision unit vectors: the graph behind each segment of a lane's vector index
+//! ([`super::vectors`]), built from a batch of points and grown by appending batches (to a
+//! copy, while the original is searched).
 //!
 //! Written here instead of taken from a crate: instant-distance 0.6 (used before) built the
 //! same vectors 7 times slower and searched them 3.5 times slower for the same recall (96,000

@@ -13,9 +13,10 @@
 //!   so searches keep running during a build: a segment is appended to by copying its graph
 //!   (shared by `Arc` with the job) and installing the copy in its place.
 //! - Each vector is stored exactly once: in the tail or in one segment's HNSW points (rebuilds
-//!   read the points back from the HNSW). A slot -> location map is the source of truth: an entry is
-//!   live only while the map points at it. Removed or replaced entries become dead; dead entries
-//!   are skipped at search time and dropped when their segment or tail prefix is rebuilt.
+//!   read the points back from the HNSW). A slot -> location map is the source of truth: an
+//!   entry is live only while the map points at it. Removed or replaced entries become dead;
+//!   dead entries are skipped at search time and dropped when their segment or tail prefix is
+//!   rebuilt.
 //! - Vectors are stored in half precision (IEEE 754 binary16: 2 bytes a dimension instead of 4),
 //!   queries are rounded the same way, and products are summed in `f32`. For unit vectors the
 //!   rounding moves a cosine by about 1e-4 (under 1e-3 in the unit test); it halves the largest
