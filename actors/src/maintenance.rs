@@ -1,7 +1,7 @@
 //! The index maintainer: in the background, folds each lane's exact vector tail into HNSW
-//! segments (appending to a segment with room) and rebuilds segments that are mostly dead. Lanes are maintained one at a
-//! time, on a blocking thread, so neither the async workers nor this actor's mailbox wait on
-//! the CPU work; a lane asked for twice is queued once.
+//! segments (appending to a segment with room) and rebuilds segments that are mostly dead.
+//! Lanes are maintained one at a time, on a blocking thread, so neither the async workers nor
+//! this actor's mailbox wait on the CPU work; a lane asked for twice is queued once.
 //!
 //! The work itself lives behind [`Maintainable`], implemented by the search engine.
 

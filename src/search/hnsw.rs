@@ -139,15 +139,10 @@ impl Graph {
     pub fn build(
         dims: usize,
         len: usize,
-        mut points: Vec<f16>,
+        points: Vec<f16>,
         ef_construction: usize,
         seed: u64,
     ) -> Self {
-        let len = match dims {
-            0 => len,
-            _ => len.min(points.len() / dims),
-        };
-        points.truncate(len * dims);
         let mut graph = Graph {
             dims,
             points: Vec::new(),

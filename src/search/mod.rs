@@ -407,9 +407,9 @@ impl LaneIndex {
         self.vectors.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Folds the exact tail into HNSW segments and rebuilds mostly dead ones; CPU heavy, blocking: the
-    /// builds run on the calling thread (one core), never on rayon's pool, where they would
-    /// queue ahead of the embedding model's matrix work.
+    /// Folds the exact tail into HNSW segments and rebuilds mostly dead ones; CPU heavy,
+    /// blocking: the builds run on the calling thread (one core), never on rayon's pool, where
+    /// they would queue ahead of the embedding model's matrix work.
     pub fn maintain(&self) -> usize {
         vectors::maintain(&self.vectors)
     }
