@@ -269,7 +269,8 @@ macro_rules! sql_store {
                 let mut batch = Vec::with_capacity(INSERT_BATCH);
                 while queue.recv_many(&mut batch, INSERT_BATCH).await > 0 {
                     let jobs = std::mem::take(&mut batch);
-                    match Self::insert_batch(&writer, &jobs).await {
+                    let memories: Vec<&NewMemory> = jobs.iter().map(|job| &job.memory).collect();
+                    match Self::insert_batch(&writer, &memories).await {
                         Ok(rows) => {
                             for (job, row) in jobs.into_iter().zip(rows) {
                                 let _ = job.reply.send(Ok(row));
@@ -298,12 +299,11 @@ macro_rules! sql_store {
 
             async fn insert_batch(
                 writer: &sqlx::Pool<$db>,
-                jobs: &[InsertJob],
+                memories: &[&NewMemory],
             ) -> StoreResult<Vec<Option<MemoryRow>>> {
                 let mut tx = writer.begin().await?;
-                let mut rows = Vec::with_capacity(jobs.len());
-                for job in jobs {
-                    let m = &job.memory;
+                let mut rows = Vec::with_capacity(memories.len());
+                for m in memories {
                     rows.push(Self::insert_version(&mut tx, m, 1, m.id, None).await?);
                 }
                 tx.commit().await?;
@@ -574,6 +574,25 @@ macro_rules! sql_store {
                 self.inserts.send(job).await.map_err(|_| StorageError::Closed)?;
                 let row = outcome.await.map_err(|_| StorageError::Closed)??;
                 memory(row)
+            }
+
+            async fn insert_memories(
+                &self,
+                memories: &[NewMemory],
+            ) -> StoreResult<Vec<Option<Memory>>> {
+                let refs: Vec<&NewMemory> = memories.iter().collect();
+                let rows = match Self::insert_batch(&self.writer, &refs).await {
+                    Ok(rows) => rows,
+                    // As in the group commit: one failing insert must not fail the others.
+                    Err(_) => {
+                        let mut rows = Vec::with_capacity(memories.len());
+                        for m in memories {
+                            rows.push(Self::insert_one(&self.writer, m).await?);
+                        }
+                        rows
+                    }
+                };
+                rows.into_iter().map(memory).collect()
             }
 
             async fn supersede(&self, lane: &Lane, old_id: Uuid, m: &NewMemory) -> StoreResult<Superseded> {

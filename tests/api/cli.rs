@@ -374,6 +374,7 @@ async fn import_and_export_round_trip_with_history() {
             r#"{"content": "I live in Porto."}"#,
             r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile", "thread": "standup-12", "speaker": "Ana"}"#,
             r#"{"content": "i live in porto"}"#,
+            r#"{"content": "Our team uses Kotlin for the app.", "scope": "work", "project": "mobile"}"#,
             r#"not json"#,
             r#"{"content": "", "category": "fact"}"#,
             r#"{"content": "Bad category", "category": "mood"}"#,
@@ -388,10 +389,12 @@ async fn import_and_export_round_trip_with_history() {
         &["import", "--workspace", &source, input.to_str().unwrap()],
     );
     assert!(ok, "{stderr}");
-    assert_eq!(report["lines"], 7, "{report}");
+    assert_eq!(report["lines"], 8, "{report}");
     assert_eq!(report["created"], 2, "{report}");
     assert_eq!(report["superseded"], 1, "{report}");
-    assert_eq!(report["duplicates"], 1, "{report}");
+    // Line 4 repeats line 2 (stored when it superseded line 1); line 5 repeats line 3, whose
+    // memory is not yet committed when line 5 is saved.
+    assert_eq!(report["duplicates"], 2, "{report}");
     assert_eq!(report["failed"], 3, "{report}");
     let reasons = report["errors"].to_string();
     assert!(

@@ -145,6 +145,54 @@ async fn concurrent_identical_saves_store_one_memory() {
     assert_eq!(list["total"], 1);
 }
 
+/// The store's batch insert (an import's commit): one transaction, each memory as a single
+/// insert would be; a second current copy of the same content in a lane and project is refused.
+#[tokio::test]
+async fn insert_memories_stores_each_and_refuses_duplicates() {
+    use memvault::model::{Category, Lane, NewMemory, Source};
+    let app = spawn_app().await;
+    let new = |content: &str, project: &str| NewMemory {
+        id: uuid::Uuid::now_v7(),
+        workspace_id: app.workspace_id,
+        user_id: "import".to_string(),
+        content: content.to_string(),
+        source: Source::Integration,
+        category: Category::Fact,
+        scope: String::new(),
+        project: project.to_string(),
+        valid_from: None,
+        valid_until: None,
+        created_at: chrono::Utc::now(),
+        origin_id: None,
+        thread: String::new(),
+        speaker: String::new(),
+        embedding: None,
+    };
+    let batch = vec![
+        new("The boiler was serviced in May.", ""),
+        new("the boiler  was serviced in may.", ""),
+        new("The boiler was serviced in May.", "home"),
+    ];
+    let rows = app.store.insert_memories(&batch).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].as_ref().map(|m| m.id), Some(batch[0].id));
+    assert!(rows[1].is_none(), "{:?}", rows[1]);
+    assert_eq!(rows[2].as_ref().map(|m| m.project.as_str()), Some("home"));
+    let lane = Lane {
+        workspace_id: app.workspace_id,
+        scope: String::new(),
+    };
+    let stored = app.store.memory(&lane, batch[0].id).await.unwrap().unwrap();
+    assert_eq!(Some(stored), rows[0].clone());
+    assert!(app
+        .store
+        .memory(&lane, batch[1].id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(app.store.insert_memories(&[]).await.unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn supersedes_makes_the_next_version_of_the_chain() {
     let app = spawn_app().await;

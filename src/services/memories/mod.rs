@@ -29,6 +29,7 @@ use crate::text::specifics::specifics;
 mod erasure;
 mod graph;
 mod notes;
+mod pending;
 mod profile;
 mod rebuild;
 pub(crate) mod search;
@@ -38,6 +39,7 @@ pub(crate) use transfer::export_line;
 
 pub use graph::{Graph, GraphLink, GraphMeta, GraphNode, GraphParams};
 pub use notes::{JobAccepted, JobPart, JobView, NoteJobs};
+pub(crate) use pending::{Pending, Settled};
 pub use profile::{Profile, ProfileParams};
 pub use rebuild::RebuildReport;
 pub use search::{SearchHit, SearchParams, SearchResults};
@@ -597,6 +599,18 @@ impl MemoryService {
     /// return the existing memory), then a new memory. Every stored memory is searchable
     /// before this returns.
     pub(crate) async fn save_draft(&self, draft: Draft) -> Result<SaveResult> {
+        self.save_draft_in(draft, None).await
+    }
+
+    /// Saves a draft as [`Self::save_draft`] does; with `pending` (an import), a new memory is
+    /// indexed and added to `pending` instead of being inserted (its status `Created` until
+    /// committed, see [`Pending`]), and whatever must read or change stored memories commits
+    /// `pending` first.
+    pub(crate) async fn save_draft_in(
+        &self,
+        draft: Draft,
+        mut pending: Option<&mut Pending>,
+    ) -> Result<SaveResult> {
         let Draft {
             mut memory,
             lane,
@@ -608,6 +622,7 @@ impl MemoryService {
         } = draft;
 
         if let Some(old_id) = supersedes {
+            self.commit_pending(pending.as_deref_mut()).await?;
             let old = self.store.memory(&lane, old_id).await?.ok_or_else(|| {
                 Error::NotFound(format!("memory to supersede ({old_id}) not found"))
             })?;
@@ -628,15 +643,23 @@ impl MemoryService {
 
         // An exact duplicate costs one indexed lookup and no embedding.
         let hash = content_hash(&memory.content_norm());
-        if let Some(existing) = self
-            .store
-            .find_duplicate(&lane, &memory.project, &hash)
-            .await?
+        let existing = match pending
+            .as_deref()
+            .and_then(|p| p.duplicate(&lane, &memory.project, &hash))
         {
+            Some(existing) => Some(existing.clone()),
+            None => {
+                self.store
+                    .find_duplicate(&lane, &memory.project, &hash)
+                    .await?
+            }
+        };
+        if let Some(existing) = existing {
             if !existing.is_expired(memory.created_at) {
                 return Ok(saved(&existing, SaveStatus::Duplicate));
             }
             // Saving again what had expired renews it as its next version.
+            self.commit_pending(pending.as_deref_mut()).await?;
             return self.supersede(&lane, &existing, memory, flush).await;
         }
 
@@ -660,22 +683,25 @@ impl MemoryService {
         let searched_at = started.elapsed();
         // The neighbours that a rule below may use, read in one query (only current, live
         // ones: neither rule uses any other).
-        let wanted: Vec<Uuid> = neighbours
-            .iter()
-            .enumerate()
-            .filter(|(rank, n)| {
-                n.similarity >= self.tuning.supersede_min_similarity
-                    || (*rank == 0 && n.similarity >= self.tuning.dedup_threshold)
-            })
-            .map(|(_, n)| n.id)
-            .collect();
-        let mut current: HashMap<Uuid, Memory> = self
-            .store
-            .current_memories_by_ids(&lane, &wanted)
-            .await?
-            .into_iter()
-            .map(|m| (m.id, m))
-            .collect();
+        let mut current: HashMap<Uuid, Memory> = HashMap::new();
+        let mut wanted: Vec<Uuid> = Vec::new();
+        for (rank, n) in neighbours.iter().enumerate() {
+            if n.similarity >= self.tuning.supersede_min_similarity
+                || (rank == 0 && n.similarity >= self.tuning.dedup_threshold)
+            {
+                match pending.as_deref().and_then(|p| p.get(&n.id)) {
+                    Some(m) => {
+                        current.insert(m.id, m.clone());
+                    }
+                    None => wanted.push(n.id),
+                }
+            }
+        }
+        if !wanted.is_empty() {
+            for m in self.store.current_memories_by_ids(&lane, &wanted).await? {
+                current.insert(m.id, m);
+            }
+        }
         let compared_at = started.elapsed();
         // A fact update: the nearest related memory whose value the new one replaces.
         for neighbour in neighbours
@@ -695,6 +721,7 @@ impl MemoryService {
                     memory.category = old.category;
                 }
                 memory.embedding = Some(embedded.clone());
+                self.commit_pending(pending.as_deref_mut()).await?;
                 match self.supersede(&lane, old, memory.clone(), flush).await {
                     // A concurrent save retired (or a delete removed) that memory first: this
                     // save goes on as if it had not been a candidate.
@@ -727,6 +754,19 @@ impl MemoryService {
         memory.embedding = Some(embedded.clone());
         // The dedup index refuses a concurrent exact duplicate; it is looked up then.
         let judged_at = started.elapsed();
+        if let Some(pending) = pending {
+            let stored = pending.push(&lane, hash, memory);
+            self.index_saved(&stored, &embedded, false).await?;
+            tracing::debug!(
+                embed_ms = millis(embedded_at),
+                neighbours_ms = millis(searched_at - embedded_at),
+                read_ms = millis(compared_at - searched_at),
+                judge_ms = millis(judged_at - compared_at),
+                index_ms = millis(started.elapsed() - judged_at),
+                "memory saved, commit pending"
+            );
+            return Ok(saved(&stored, SaveStatus::Created));
+        }
         if let Some(created) = self.store.insert_memory(&memory).await? {
             let stored_at = started.elapsed();
             self.index_saved(&created, &embedded, flush).await?;
@@ -752,6 +792,52 @@ impl MemoryService {
                 "a concurrent change to this memory won; retry".to_string(),
             )),
         }
+    }
+
+    /// Commits the pending memories in one transaction and records what became of each: one
+    /// refused as a concurrent duplicate leaves the indexes again.
+    pub(crate) async fn commit_pending(&self, pending: Option<&mut Pending>) -> Result<()> {
+        let Some(pending) = pending else {
+            return Ok(());
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let new = pending.take();
+        let rows = match self.store.insert_memories(&new).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                for m in &new {
+                    self.unindex(&lane_of(m), &[m.id]);
+                }
+                return Err(e.into());
+            }
+        };
+        let mut lanes: Vec<Lane> = Vec::new();
+        for (m, row) in new.iter().zip(rows) {
+            let lane = lane_of(m);
+            let outcome = match row {
+                Some(_) => Settled::Created,
+                None => {
+                    self.unindex(&lane, &[m.id]);
+                    let hash = content_hash(&m.content_norm());
+                    match self.store.find_duplicate(&lane, &m.project, &hash).await? {
+                        Some(existing) => Settled::Duplicate(existing.id),
+                        None => Settled::Lost,
+                    }
+                }
+            };
+            pending.settle(m.id, outcome);
+            if !lanes.contains(&lane) {
+                lanes.push(lane);
+            }
+        }
+        // What was read from the lanes while these were pending (a cached profile) is stale.
+        for lane in lanes {
+            self.workspaces
+                .scope_changed(lane.workspace_id, &lane.scope);
+        }
+        Ok(())
     }
 
     async fn supersede(
@@ -1158,6 +1244,13 @@ fn embed_error(error: EmbedError) -> Error {
 
 fn search_error(error: SearchError) -> Error {
     Error::Internal(error.to_string())
+}
+
+fn lane_of(memory: &NewMemory) -> Lane {
+    Lane {
+        workspace_id: memory.workspace_id,
+        scope: memory.scope.clone(),
+    }
 }
 
 fn saved(memory: &Memory, status: SaveStatus) -> SaveResult {

@@ -11,11 +11,14 @@ use std::collections::HashMap;
 use std::io::BufRead;
 
 use chrono::{DateTime, Utc};
-use memvault_actors::Admission;
+use memvault_actors::{Admission, SavePermit};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{embed_error, millis, CreateMemory, Draft, MemoryService, MemoryView, SaveStatus};
+use super::{
+    embed_error, millis, CreateMemory, Draft, MemoryService, MemoryView, Pending, SaveStatus,
+    Settled,
+};
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
 use crate::model::{Embedded, Source};
@@ -61,6 +64,14 @@ pub struct ImportReport {
 pub const MAX_REPORTED_ERRORS: usize = 100;
 
 impl ImportReport {
+    fn count(&mut self, status: SaveStatus) {
+        match status {
+            SaveStatus::Created => self.created += 1,
+            SaveStatus::Duplicate => self.duplicates += 1,
+            SaveStatus::Superseded => self.superseded += 1,
+        }
+    }
+
     fn refuse(&mut self, line: usize, reason: String) {
         self.failed += 1;
         if self.errors.len() < MAX_REPORTED_ERRORS {
@@ -69,13 +80,59 @@ impl ImportReport {
     }
 }
 
+/// A line whose new memory waits for its commit.
+struct Waiting {
+    number: usize,
+    permit: Option<SavePermit>,
+}
+
+/// The lines of a batch being saved, and the import's running state.
+struct Lines<'a> {
+    pending: Pending,
+    waiting: HashMap<Uuid, Waiting>,
+    /// Exported id -> the id it was imported as.
+    imported: &'a mut HashMap<Uuid, Uuid>,
+    report: &'a mut ImportReport,
+}
+
+impl Lines<'_> {
+    /// Counts the lines whose memories were committed since the last call.
+    fn settle(&mut self) {
+        for (id, outcome) in self.pending.take_settled() {
+            let Some(Waiting { number, permit }) = self.waiting.remove(&id) else {
+                continue;
+            };
+            if let Some(permit) = permit {
+                permit.finish(matches!(outcome, Settled::Created));
+            }
+            match outcome {
+                Settled::Created => self.report.count(SaveStatus::Created),
+                // A concurrent save stored the same content first (rare): the lines that
+                // named this one name that memory.
+                Settled::Duplicate(existing) => {
+                    self.report.count(SaveStatus::Duplicate);
+                    for target in self.imported.values_mut().filter(|t| **t == id) {
+                        *target = existing;
+                    }
+                }
+                Settled::Lost => self.report.refuse(
+                    number,
+                    "a concurrent change to this memory won; retry".to_string(),
+                ),
+            }
+        }
+    }
+}
+
+/// `(line number, exported id, exported id it supersedes, draft)`.
+type Line = (usize, Option<Uuid>, Option<Uuid>, Draft);
+
 /// A batch of lines parsed and validated.
 struct Prepared {
     lines: usize,
     /// `(line number, reason)` of the lines refused while parsing, in order.
     refused: Vec<(usize, String)>,
-    /// `(line number, exported id, exported id it supersedes, draft)`.
-    drafts: Vec<(usize, Option<Uuid>, Option<Uuid>, Draft)>,
+    drafts: Vec<Line>,
 }
 
 impl MemoryService {
@@ -198,59 +255,29 @@ impl MemoryService {
             .await
             .map_err(embed_error)?;
         let embedded_at = started.elapsed();
-        for ((number, old_id, supersedes_id, mut draft), vector) in
-            batch.drafts.into_iter().zip(vectors)
-        {
-            draft.supersedes = supersedes_id.and_then(|old| imported.get(&old).copied());
-            if draft.infer
-                && draft.memory.content.chars().count() > self.tuning.long_note_chars
-                && draft.supersedes.is_none()
-            {
-                report.refuse(
-                    number,
-                    format!(
-                        "content is over {} characters: save long notes through the API",
-                        self.tuning.long_note_chars
-                    ),
-                );
-                continue;
+        // New memories are committed together (one log sync for up to `Pending::CAPACITY`);
+        // each line's outcome is counted when its memory is committed.
+        let mut lines = Lines {
+            pending: Pending::default(),
+            waiting: HashMap::new(),
+            imported,
+            report,
+        };
+        for (line, vector) in batch.drafts.into_iter().zip(vectors) {
+            let mut outcome = self.import_line(caller, line, vector, &mut lines).await;
+            if outcome.is_ok() && lines.pending.is_full() {
+                outcome = self.commit_lines(&mut lines).await;
             }
-            draft.memory.embedding = Some(Embedded {
-                model: self.embeddings.model().into(),
-                vector: vector.into(),
-            });
-            let permit = if draft.supersedes.is_none() {
-                match self.workspaces.reserve_memory(caller.workspace_id).await? {
-                    Admission::Allowed { permit, .. } => permit,
-                    Admission::MemoryLimitReached { limit, .. } => {
-                        report.refuse(number, Error::MemoryLimit { limit }.to_string());
-                        continue;
-                    }
-                    Admission::RateLimited { .. } => None,
+            if let Err(e) = outcome {
+                // The import stops; the lines decided before are kept if they can be (a failed
+                // commit takes them out of the indexes again).
+                if let Err(commit) = self.commit_lines(&mut lines).await {
+                    tracing::warn!(error = %commit, "import stopped before its last lines were stored");
                 }
-            } else {
-                None
-            };
-            match self.save_draft(draft).await {
-                Ok(saved) => {
-                    if let Some(permit) = permit {
-                        permit.finish(saved.status == SaveStatus::Created);
-                    }
-                    match saved.status {
-                        SaveStatus::Created => report.created += 1,
-                        SaveStatus::Duplicate => report.duplicates += 1,
-                        SaveStatus::Superseded => report.superseded += 1,
-                    }
-                    if let Some(old_id) = old_id {
-                        imported.insert(old_id, saved.memory.id);
-                    }
-                }
-                Err(e @ (Error::Storage(_) | Error::Internal(_) | Error::Unavailable(_))) => {
-                    return Err(e)
-                }
-                Err(e) => report.refuse(number, e.to_string()),
+                return Err(e);
             }
         }
+        self.commit_lines(&mut lines).await?;
         let saved_at = started.elapsed();
         self.engine.flush().await.map_err(super::search_error)?;
         tracing::debug!(
@@ -261,6 +288,84 @@ impl MemoryService {
             "import batch done"
         );
         Ok(())
+    }
+
+    /// Saves one embedded line; its new memory, if any, joins `lines.pending`. An error is
+    /// one that stops the import (a line's own fault is counted in the report).
+    async fn import_line(
+        &self,
+        caller: &Caller,
+        (number, old_id, supersedes_id, mut draft): Line,
+        vector: Vec<f32>,
+        lines: &mut Lines<'_>,
+    ) -> Result<()> {
+        if supersedes_id.is_some() {
+            // The line it names may be pending, or settled as another memory.
+            self.commit_lines(lines).await?;
+        }
+        draft.supersedes = supersedes_id.and_then(|old| lines.imported.get(&old).copied());
+        if draft.infer
+            && draft.memory.content.chars().count() > self.tuning.long_note_chars
+            && draft.supersedes.is_none()
+        {
+            lines.report.refuse(
+                number,
+                format!(
+                    "content is over {} characters: save long notes through the API",
+                    self.tuning.long_note_chars
+                ),
+            );
+            return Ok(());
+        }
+        draft.memory.embedding = Some(Embedded {
+            model: self.embeddings.model().into(),
+            vector: vector.into(),
+        });
+        let permit = if draft.supersedes.is_none() {
+            match self.workspaces.reserve_memory(caller.workspace_id).await? {
+                Admission::Allowed { permit, .. } => permit,
+                Admission::MemoryLimitReached { limit, .. } => {
+                    lines
+                        .report
+                        .refuse(number, Error::MemoryLimit { limit }.to_string());
+                    return Ok(());
+                }
+                Admission::RateLimited { .. } => None,
+            }
+        } else {
+            None
+        };
+        let outcome = self.save_draft_in(draft, Some(&mut lines.pending)).await;
+        lines.settle();
+        match outcome {
+            Ok(saved) => {
+                let id = saved.memory.id;
+                if let Some(old_id) = old_id {
+                    lines.imported.insert(old_id, id);
+                }
+                if saved.status == SaveStatus::Created && lines.pending.get(&id).is_some() {
+                    lines.waiting.insert(id, Waiting { number, permit });
+                } else {
+                    if let Some(permit) = permit {
+                        permit.finish(saved.status == SaveStatus::Created);
+                    }
+                    lines.report.count(saved.status);
+                }
+                Ok(())
+            }
+            Err(e @ (Error::Storage(_) | Error::Internal(_) | Error::Unavailable(_))) => Err(e),
+            Err(e) => {
+                lines.report.refuse(number, e.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    /// Commits the pending memories and counts their lines.
+    async fn commit_lines(&self, lines: &mut Lines<'_>) -> Result<()> {
+        let committed = self.commit_pending(Some(&mut lines.pending)).await;
+        lines.settle();
+        committed
     }
 
     /// Writes every live memory of a workspace, or of one of its scopes (all versions, oldest
