@@ -77,6 +77,11 @@
 //!    against one text at a time), each import (or seeding) stage's throughput against the
 //!    model's in the import's batches, the last stage against the first, the concurrent
 //!    saves against the model, and a fresh hybrid search's p50 minus the model's one-query p50.
+//!    With `BENCH_SEED=import` the model is also probed on the first 256 texts in one call
+//!    before the import and at each of its progress reports (the import waits; the stages'
+//!    times leave the probes out), and each stage is compared with the probes around it: the
+//!    machine's speed drifts within a run (the model alone at the end ran 101 and 142 texts/s
+//!    in two runs of the same commit an hour apart).
 //! 9. **RSS**: `VmRSS` (resident now) and `VmHWM` (peak so far) of this process, which holds
 //!    the server, the model and the HTTP clients, read from `/proc/self/status` after seeding,
 //!    after the restart and maintenance, after the searches and after the single-client saves
@@ -572,6 +577,10 @@ struct Seeding {
     stopped_early: bool,
     /// The progress reports, in order.
     milestones: Vec<Milestone>,
+    /// The import only: the model's throughput (texts/s) on the first [`IMPORT_BATCH`] texts in
+    /// one call, measured before the first line and at each progress report while the import
+    /// waits (the stages' times leave the probes out).
+    model_probes: Vec<f64>,
     created: usize,
     duplicate: usize,
     superseded: usize,
@@ -649,10 +658,26 @@ struct Milestone {
     memory: Option<MemoryStatus>,
 }
 
+/// The model's throughput on `texts` in one call, blocking this thread (the import's, which
+/// waits meanwhile; the embedding itself runs on the blocking pool).
+fn probe_model(embedder: &Arc<dyn Embedder>, texts: &[String]) -> (f64, Duration) {
+    let started = Instant::now();
+    let embedded = futures::executor::block_on(embedder.embed(texts.to_vec()));
+    let took = started.elapsed();
+    match embedded {
+        Ok(vectors) if vectors.len() == texts.len() => {
+            (texts.len() as f64 / took.as_secs_f64().max(1e-9), took)
+        }
+        _ => (f64::NAN, took),
+    }
+}
+
 /// `BENCH_SEED=import`: `texts` as JSON lines through the import path of
-/// `memvault admin import`, timed from the first line read to the report.
+/// `memvault admin import`, timed from the first line read to the report, less the model
+/// probes taken at each progress report.
 async fn import_seed(
     app: &Application,
+    embedder: &Arc<dyn Embedder>,
     workspace_id: Uuid,
     texts: &[String],
 ) -> anyhow::Result<Seeding> {
@@ -662,8 +687,12 @@ async fn import_seed(
         lines.push(b'\n');
     }
     let total = texts.len();
+    let probe = &texts[..total.min(IMPORT_BATCH)];
+    let mut model_probes = vec![probe_model(embedder, probe).0];
     let cpu_before = process_cpu_time();
     let started = Instant::now();
+    let mut paused = Duration::ZERO;
+    let mut paused_cpu = Duration::ZERO;
     let mut milestones = Vec::new();
     let mut next = PROGRESS_EVERY;
     let report = app
@@ -672,14 +701,22 @@ async fn import_seed(
             if done >= next || done == total {
                 let milestone = Milestone {
                     done,
-                    elapsed: started.elapsed(),
+                    elapsed: started.elapsed().saturating_sub(paused),
                     memory: memory_status(),
                 };
+                let cpu = process_cpu_time();
+                let (rate, took) = probe_model(embedder, probe);
+                paused += took;
+                if let (Some(before), Some(after)) = (cpu, process_cpu_time()) {
+                    paused_cpu += after.saturating_sub(before);
+                }
                 eprintln!(
-                    "import: {done}/{total} lines in {} ({:.0} lines/s)",
+                    "import: {done}/{total} lines in {} ({:.0} lines/s); the model alone then: \
+                     {rate:.0} texts/s",
                     seconds(milestone.elapsed),
                     done as f64 / milestone.elapsed.as_secs_f64().max(1e-9)
                 );
+                model_probes.push(rate);
                 milestones.push(milestone);
                 next = done - done % PROGRESS_EVERY + PROGRESS_EVERY;
             }
@@ -695,11 +732,14 @@ async fn import_seed(
     }
     pass.errors = report.failed;
     pass.finish(started, cpu_before, "import");
+    pass.wall = pass.wall.saturating_sub(paused);
+    pass.cpu = pass.cpu.map(|cpu| cpu.saturating_sub(paused_cpu));
     Ok(Seeding {
         pass,
         by_order: Vec::new(),
         stopped_early: false,
         milestones,
+        model_probes,
         created: report.created,
         duplicate: report.duplicates,
         superseded: report.superseded,
@@ -795,6 +835,7 @@ async fn run_saves(
     Ok(Seeding {
         pass,
         stopped_early,
+        model_probes: Vec::new(),
         milestones: {
             let mut milestones = counters
                 .milestones
@@ -1018,7 +1059,7 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
     let http = client(config.concurrency, Duration::from_secs(120))?;
     let load_start = load_now();
     let imported = if config.import {
-        Some(import_seed(&app, workspace.id, &corpus.texts[..n]).await)
+        Some(import_seed(&app, &embedder, workspace.id, &corpus.texts[..n]).await)
     } else {
         None
     };
@@ -1816,6 +1857,42 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
         let _ = writeln!(
             w,
             "| {what}, last stage / first stage | {flat:.2} | >= {TARGET_IMPORT_FLAT} | {} |",
+            verdict(flat >= TARGET_IMPORT_FLAT)
+        );
+    }
+    // The same against the model probed right before and after each stage: the machine's
+    // speed drifts within a run, and this compares the two at the same time.
+    let probes = &m.seeding.model_probes;
+    if probes.len() == stages.len() + 1 && !stages.is_empty() {
+        let shares: Vec<f64> = stages
+            .iter()
+            .enumerate()
+            .map(|(i, rate)| rate / ((probes[i] + probes[i + 1]) / 2.0).max(1e-9))
+            .collect();
+        let _ = writeln!(
+            w,
+            "| {what} stages / the model probed before and after each (texts/s: {}) | {} | | |",
+            probes
+                .iter()
+                .map(|p| format!("{p:.0}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            shares
+                .iter()
+                .map(|s| format!("{s:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let last = shares[shares.len() - 1];
+        let _ = writeln!(
+            w,
+            "| {what}, last stage / the model probed around it | {last:.2} | >= {TARGET_IMPORT_SHARE} | {} |",
+            verdict(last >= TARGET_IMPORT_SHARE)
+        );
+        let flat = last / shares[0].max(1e-9);
+        let _ = writeln!(
+            w,
+            "| {what}, the same share, last stage / first | {flat:.2} | >= {TARGET_IMPORT_FLAT} | {} |",
             verdict(flat >= TARGET_IMPORT_FLAT)
         );
     }
