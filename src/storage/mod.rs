@@ -120,8 +120,9 @@ pub trait Store:
     /// already exists in the lane (a concurrent duplicate).
     async fn insert_memory(&self, memory: &NewMemory) -> StoreResult<Option<Memory>>;
     /// Inserts version 1 of several new chains in one transaction (one log sync), each as
-    /// [`Store::insert_memory`] would, in order; if the transaction fails, each is tried alone.
-    async fn insert_memories(&self, memories: &[NewMemory]) -> StoreResult<Vec<Option<Memory>>>;
+    /// [`Store::insert_memory`] would; the outcomes in order. If the transaction fails, each
+    /// is tried alone, so one failing insert does not fail the others.
+    async fn insert_memories(&self, memories: &[NewMemory]) -> Vec<StoreResult<Option<Memory>>>;
     /// In one transaction: retires `old_id` (which must be current) and inserts its next version.
     async fn supersede(
         &self,

@@ -579,20 +579,19 @@ macro_rules! sql_store {
             async fn insert_memories(
                 &self,
                 memories: &[NewMemory],
-            ) -> StoreResult<Vec<Option<Memory>>> {
+            ) -> Vec<StoreResult<Option<Memory>>> {
                 let refs: Vec<&NewMemory> = memories.iter().collect();
-                let rows = match Self::insert_batch(&self.writer, &refs).await {
-                    Ok(rows) => rows,
+                match Self::insert_batch(&self.writer, &refs).await {
+                    Ok(rows) => rows.into_iter().map(memory).collect(),
                     // As in the group commit: one failing insert must not fail the others.
                     Err(_) => {
                         let mut rows = Vec::with_capacity(memories.len());
                         for m in memories {
-                            rows.push(Self::insert_one(&self.writer, m).await?);
+                            rows.push(Self::insert_one(&self.writer, m).await.and_then(memory));
                         }
                         rows
                     }
-                };
-                rows.into_iter().map(memory).collect()
+                }
             }
 
             async fn supersede(&self, lane: &Lane, old_id: Uuid, m: &NewMemory) -> StoreResult<Superseded> {

@@ -173,7 +173,13 @@ async fn insert_memories_stores_each_and_refuses_duplicates() {
         new("the boiler  was serviced in may.", ""),
         new("The boiler was serviced in May.", "home"),
     ];
-    let rows = app.store.insert_memories(&batch).await.unwrap();
+    let rows: Vec<_> = app
+        .store
+        .insert_memories(&batch)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0].as_ref().map(|m| m.id), Some(batch[0].id));
     assert!(rows[1].is_none(), "{:?}", rows[1]);
@@ -190,7 +196,7 @@ async fn insert_memories_stores_each_and_refuses_duplicates() {
         .await
         .unwrap()
         .is_none());
-    assert!(app.store.insert_memories(&[]).await.unwrap().is_empty());
+    assert!(app.store.insert_memories(&[]).await.is_empty());
 }
 
 #[tokio::test]

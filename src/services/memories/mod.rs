@@ -804,26 +804,30 @@ impl MemoryService {
             return Ok(());
         }
         let new = pending.take();
-        let rows = match self.store.insert_memories(&new).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                for m in &new {
-                    self.unindex(&lane_of(m), &[m.id]);
-                }
-                return Err(e.into());
-            }
-        };
+        let rows = self.store.insert_memories(&new).await;
         let mut lanes: Vec<Lane> = Vec::new();
+        let mut failed = None;
         for (m, row) in new.iter().zip(rows) {
             let lane = lane_of(m);
             let outcome = match row {
-                Some(_) => Settled::Created,
-                None => {
+                Ok(Some(_)) => Settled::Created,
+                // Not stored: out of the indexes again; the first error is returned (it stops
+                // an import) once the others are settled.
+                Err(e) => {
+                    self.unindex(&lane, &[m.id]);
+                    failed.get_or_insert(e);
+                    continue;
+                }
+                Ok(None) => {
                     self.unindex(&lane, &[m.id]);
                     let hash = content_hash(&m.content_norm());
-                    match self.store.find_duplicate(&lane, &m.project, &hash).await? {
-                        Some(existing) => Settled::Duplicate(existing.id),
-                        None => Settled::Lost,
+                    match self.store.find_duplicate(&lane, &m.project, &hash).await {
+                        Ok(Some(existing)) => Settled::Duplicate(existing.id),
+                        Ok(None) => Settled::Lost,
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                            Settled::Lost
+                        }
                     }
                 }
             };
@@ -837,7 +841,10 @@ impl MemoryService {
             self.workspaces
                 .scope_changed(lane.workspace_id, &lane.scope);
         }
-        Ok(())
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
 
     async fn supersede(

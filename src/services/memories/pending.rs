@@ -19,7 +19,7 @@ pub(crate) enum Settled {
     Created,
     /// A concurrent save stored the same content first: this is that memory's id.
     Duplicate(Uuid),
-    /// Refused as a duplicate whose original was deleted before it could be read.
+    /// Refused as a duplicate whose original was deleted (or could not be read) after.
     Lost,
 }
 
