@@ -752,22 +752,16 @@ impl MemoryService {
             memory.category = inferred_category(&memory.content);
         }
         memory.embedding = Some(embedded.clone());
-        // The dedup index refuses a concurrent exact duplicate; it is looked up then.
         let judged_at = started.elapsed();
-        if let Some(pending) = pending {
-            let stored = pending.push(&lane, hash, memory);
-            self.index_saved(&stored, &embedded, false).await?;
-            tracing::debug!(
-                embed_ms = millis(embedded_at),
-                neighbours_ms = millis(searched_at - embedded_at),
-                read_ms = millis(compared_at - searched_at),
-                judge_ms = millis(judged_at - compared_at),
-                index_ms = millis(started.elapsed() - judged_at),
-                "memory saved, commit pending"
-            );
-            return Ok(saved(&stored, SaveStatus::Created));
-        }
-        if let Some(created) = self.store.insert_memory(&memory).await? {
+        // An import's new memory joins its pending set (committed with it); a save's is
+        // inserted now, and the dedup index refuses a concurrent exact duplicate, looked up then.
+        let project = memory.project.clone();
+        let deferred = pending.is_some();
+        let created = match pending {
+            Some(pending) => Some(pending.push(&lane, hash.clone(), memory)),
+            None => self.store.insert_memory(&memory).await?,
+        };
+        if let Some(created) = created {
             let stored_at = started.elapsed();
             self.index_saved(&created, &embedded, flush).await?;
             tracing::debug!(
@@ -777,15 +771,12 @@ impl MemoryService {
                 judge_ms = millis(judged_at - compared_at),
                 insert_ms = millis(stored_at - judged_at),
                 index_ms = millis(started.elapsed() - stored_at),
+                commit_pending = deferred,
                 "memory saved"
             );
             return Ok(saved(&created, SaveStatus::Created));
         }
-        match self
-            .store
-            .find_duplicate(&lane, &memory.project, &hash)
-            .await?
-        {
+        match self.store.find_duplicate(&lane, &project, &hash).await? {
             Some(existing) => Ok(saved(&existing, SaveStatus::Duplicate)),
             // The duplicate was deleted in between.
             None => Err(Error::Conflict(
