@@ -10,65 +10,92 @@
 //! The softmax keeps its running maximum and sum in 16 lanes, so the order of its additions
 //! differs from a plain loop's: results agree within float rounding.
 
+use crate::cpu::Isa;
+
 /// Lanes of the softmax's running maximum and sum.
 const LANES: usize = 16;
+
+/// The variants of the element-wise kernels (and of attention, which inlines the softmax).
+pub const VARIANTS: [Isa; 3] = [Isa::Baseline, Isa::Avx2, Isa::Avx512];
+
+/// The widest of [`VARIANTS`] this CPU runs (detected once).
+pub(crate) fn widest() -> Isa {
+    if Isa::Avx512.available() {
+        Isa::Avx512
+    } else if Isa::Avx2.available() {
+        Isa::Avx2
+    } else {
+        Isa::Baseline
+    }
+}
 
 /// `out[i] = gelu(src[i])`, `x * Φ(x)`, within 1e-6 (relative to 1 + |x|) of the exact value.
 /// `out` and `src` have the same length.
 pub fn gelu(src: &[f32], out: &mut [f32]) {
+    gelu_with(widest(), src, out)
+}
+
+/// [`gelu`] compiled for `isa` (one of [`VARIANTS`]; panics where the CPU cannot run it).
+pub fn gelu_with(isa: Isa, src: &[f32], out: &mut [f32]) {
     assert_eq!(
         src.len(),
         out.len(),
         "gelu: input and output lengths differ"
     );
-    #[cfg(target_arch = "x86_64")]
-    {
-        if wide() {
-            // SAFETY: `wide()` checked AVX-512 F.
-            return unsafe { gelu_avx512(src, out) };
+    assert!(
+        isa.available(),
+        "gelu: this CPU does not run {}",
+        isa.name()
+    );
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            // SAFETY: `available()` checked AVX-512 F.
+            unsafe { gelu_avx512(src, out) }
         }
-        if fma() {
-            // SAFETY: `fma()` checked AVX2 and FMA.
-            return unsafe { gelu_avx2(src, out) };
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `available()` checked AVX2 and FMA.
+            unsafe { gelu_avx2(src, out) }
         }
+        Isa::Baseline => gelu_body(src, out),
+        other => unreachable!("gelu has no {} variant", other.name()),
     }
-    gelu_body(src, out)
 }
 
 /// One row of attention weights: `out[i] = e^(s[i] - max) / sum` over the keys whose `mask`
 /// is not 0, and 0 for the others (padding). At least one key must be real (the [CLS] token
 /// always is). All three slices have the same length.
 pub fn masked_softmax(scores: &[f32], mask: &[f32], out: &mut [f32]) {
+    masked_softmax_with(widest(), scores, mask, out)
+}
+
+/// [`masked_softmax`] compiled for `isa` (one of [`VARIANTS`]; panics where the CPU cannot run
+/// it).
+pub fn masked_softmax_with(isa: Isa, scores: &[f32], mask: &[f32], out: &mut [f32]) {
     assert!(
         scores.len() == mask.len() && scores.len() == out.len(),
         "masked softmax: lengths differ"
     );
-    #[cfg(target_arch = "x86_64")]
-    {
-        if wide() {
-            // SAFETY: `wide()` checked AVX-512 F.
-            return unsafe { softmax_avx512(scores, mask, out) };
+    assert!(
+        isa.available(),
+        "masked softmax: this CPU does not run {}",
+        isa.name()
+    );
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            // SAFETY: `available()` checked AVX-512 F.
+            unsafe { softmax_avx512(scores, mask, out) }
         }
-        if fma() {
-            // SAFETY: `fma()` checked AVX2 and FMA.
-            return unsafe { softmax_avx2(scores, mask, out) };
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `available()` checked AVX2 and FMA.
+            unsafe { softmax_avx2(scores, mask, out) }
         }
+        Isa::Baseline => softmax_body(scores, mask, out),
+        other => unreachable!("the softmax has no {} variant", other.name()),
     }
-    softmax_body(scores, mask, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn wide() -> bool {
-    static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DETECTED.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
-}
-
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn fma() -> bool {
-    static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DETECTED.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    })
 }
 
 /// # Safety
@@ -199,6 +226,7 @@ fn exp_nonpositive(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::runnable;
 
     #[test]
     fn exp_matches_the_library() {
@@ -212,28 +240,45 @@ mod tests {
         }
     }
 
-    /// Every compiled variant gives the scalar loop's values (the loop body is the same code).
+    /// Every compiled variant gives the plain loop's values (the loop body is the same code).
     #[test]
     fn gelu_variants_agree_with_the_plain_loop() {
         let src: Vec<f32> = (-1_000..=1_000).map(|i| i as f32 * 0.013).collect();
         let mut plain = vec![0.0; src.len()];
         gelu_body(&src, &mut plain);
+        let variants = runnable(&VARIANTS);
+        assert!(variants.contains(&Isa::Baseline));
+        for isa in variants {
+            let mut got = vec![0.0; src.len()];
+            gelu_with(isa, &src, &mut got);
+            for ((x, a), b) in src.iter().zip(&got).zip(&plain) {
+                assert!(
+                    (a - b).abs() <= 1e-6 * (1.0 + x.abs()),
+                    "{}: gelu({x}) = {a} against {b}",
+                    isa.name()
+                );
+            }
+        }
         let mut chosen = vec![0.0; src.len()];
         gelu(&src, &mut chosen);
-        for ((x, a), b) in src.iter().zip(&chosen).zip(&plain) {
-            assert!(
-                (a - b).abs() <= 1e-6 * (1.0 + x.abs()),
-                "gelu({x}) = {a} against {b}"
-            );
-        }
+        assert!(chosen
+            .iter()
+            .zip(&plain)
+            .all(|(a, b)| (a - b).abs() <= 1e-5));
         assert_eq!(gelu_one(0.0), 0.0);
         assert!(erf(-3.0) < -0.9999 && erf(3.0) > 0.9999);
     }
 
-    /// Against a plain two-pass softmax in `f64`, for lengths around the 16 lanes, with
-    /// padded keys (which score high, to check that they get no weight) at the end.
+    /// Each variant against a plain two-pass softmax in `f64`, for lengths around the 16
+    /// lanes, with padded keys (which score high, to check that they get no weight) at the end.
     #[test]
     fn the_softmax_matches_a_plain_one_and_ignores_padding() {
+        for isa in runnable(&VARIANTS) {
+            softmax_matches_a_plain_one(isa);
+        }
+    }
+
+    fn softmax_matches_a_plain_one(isa: Isa) {
         for keys in [1usize, 2, 15, 16, 17, 33, 128, 257] {
             for padded in [0usize, 1, 5] {
                 if padded >= keys {
@@ -252,7 +297,7 @@ mod tests {
                     .map(|i| if i >= keys - padded { 0.0 } else { 1.0 })
                     .collect();
                 let mut out = vec![f32::NAN; keys];
-                masked_softmax(&scores, &mask, &mut out);
+                masked_softmax_with(isa, &scores, &mask, &mut out);
                 let real = keys - padded;
                 let max = scores[..real]
                     .iter()
@@ -266,7 +311,8 @@ mod tests {
                     };
                     assert!(
                         (out[i] as f64 - expected).abs() < 1e-6,
-                        "keys {keys}, padded {padded}, key {i}: {} against {expected}",
+                        "{}: keys {keys}, padded {padded}, key {i}: {} against {expected}",
+                        isa.name(),
                         out[i]
                     );
                 }

@@ -18,6 +18,7 @@
 use rayon::prelude::*;
 
 use crate::activations;
+use crate::cpu::Isa;
 
 /// Lanes of the dot products' partial sums.
 const LANES: usize = 8;
@@ -39,6 +40,23 @@ pub fn self_attention(
     heads: usize,
     head: usize,
 ) -> Option<Vec<f32>> {
+    self_attention_with(activations::widest(), qkv, lengths, heads, head)
+}
+
+/// [`self_attention`] compiled for `isa` (one of [`activations::VARIANTS`]; panics where the
+/// CPU cannot run it).
+pub fn self_attention_with(
+    isa: Isa,
+    qkv: &[f32],
+    lengths: &[usize],
+    heads: usize,
+    head: usize,
+) -> Option<Vec<f32>> {
+    assert!(
+        isa.available(),
+        "attention: this CPU does not run {}",
+        isa.name()
+    );
     let hidden = heads.checked_mul(head)?;
     let rows: usize = lengths.iter().sum();
     if hidden == 0 || lengths.contains(&0) || qkv.len() != rows.checked_mul(3 * hidden)? {
@@ -62,7 +80,7 @@ pub fn self_attention(
         .zip(texts.par_chunks(ROWS_PER_TASK))
         .enumerate()
         .for_each(|(task, (out, texts))| {
-            rows_dispatch(qkv, texts, shape, task * ROWS_PER_TASK, out);
+            rows_with(isa, qkv, texts, shape, task * ROWS_PER_TASK, out);
         });
     Some(out)
 }
@@ -75,26 +93,30 @@ struct Shape {
     longest: usize,
 }
 
-/// The rows `first..` that `out` holds, `texts` giving each one's text.
-fn rows_dispatch(
+/// The rows `first..` that `out` holds, `texts` giving each one's text, compiled for `isa`
+/// (which the CPU runs: checked by the caller).
+fn rows_with(
+    isa: Isa,
     qkv: &[f32],
     texts: &[(usize, usize)],
     shape: Shape,
     first: usize,
     out: &mut [f32],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if activations::wide() {
-            // SAFETY: `wide()` checked AVX-512 F.
-            return unsafe { rows_avx512(qkv, texts, shape, first, out) };
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            // SAFETY: `self_attention_with` checked that the CPU runs AVX-512 F.
+            unsafe { rows_avx512(qkv, texts, shape, first, out) }
         }
-        if activations::fma() {
-            // SAFETY: `fma()` checked AVX2 and FMA.
-            return unsafe { rows_avx2(qkv, texts, shape, first, out) };
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `self_attention_with` checked that the CPU runs AVX2 and FMA.
+            unsafe { rows_avx2(qkv, texts, shape, first, out) }
         }
+        Isa::Baseline => rows_body(qkv, texts, shape, first, out),
+        other => unreachable!("attention has no {} variant", other.name()),
     }
-    rows_body(qkv, texts, shape, first, out)
 }
 
 /// # Safety
@@ -181,6 +203,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::runnable;
     use rand::{Rng, SeedableRng};
 
     /// Attention as the textbook writes it, one text at a time, in `f64`.
@@ -232,29 +255,40 @@ mod tests {
         }
     }
 
+    /// Every variant this CPU runs.
     #[test]
     fn matches_the_textbook_text_by_text() {
         // Texts of 7, 3 and 1 tokens; a head width that is not a multiple of the lanes; rows
         // of one text split across tasks.
         let (lengths, heads, head) = ([7, 3, 1], 3, 12);
         let qkv = random_qkv(11, heads * head, 7);
-        let got = self_attention(&qkv, &lengths, heads, head).unwrap();
-        assert_close(&got, &reference(&qkv, &lengths, heads, head));
-        // A text's rows depend on its own tokens only: changing the third text leaves the
-        // first two as they were.
-        let mut changed = qkv.clone();
-        let hidden = heads * head;
-        changed[10 * 3 * hidden..].fill(1e4);
-        let again = self_attention(&changed, &lengths, heads, head).unwrap();
-        assert_eq!(got[..10 * hidden], again[..10 * hidden]);
+        let expected = reference(&qkv, &lengths, heads, head);
+        for isa in runnable(&activations::VARIANTS) {
+            let got = self_attention_with(isa, &qkv, &lengths, heads, head).unwrap();
+            assert_close(&got, &expected);
+            // A text's rows depend on its own tokens only: changing the third text leaves the
+            // first two as they were.
+            let mut changed = qkv.clone();
+            let hidden = heads * head;
+            changed[10 * 3 * hidden..].fill(1e4);
+            let again = self_attention_with(isa, &changed, &lengths, heads, head).unwrap();
+            assert_eq!(got[..10 * hidden], again[..10 * hidden], "{}", isa.name());
+        }
     }
 
     #[test]
     fn a_model_sized_batch_matches_the_textbook() {
         let (lengths, heads, head) = ([40, 23, 57], 12, 32);
         let qkv = random_qkv(120, heads * head, 11);
-        let got = self_attention(&qkv, &lengths, heads, head).unwrap();
-        assert_close(&got, &reference(&qkv, &lengths, heads, head));
+        let expected = reference(&qkv, &lengths, heads, head);
+        for isa in runnable(&activations::VARIANTS) {
+            let got = self_attention_with(isa, &qkv, &lengths, heads, head).unwrap();
+            assert_close(&got, &expected);
+        }
+        assert_close(
+            &self_attention(&qkv, &lengths, heads, head).unwrap(),
+            &expected,
+        );
     }
 
     #[test]

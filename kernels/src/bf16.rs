@@ -28,6 +28,8 @@
 use half::bf16;
 use rayon::prelude::*;
 
+use crate::cpu::Isa;
+
 /// Output columns per panel: four 16-lane registers.
 const PANEL: usize = 64;
 /// Rows per register tile (4 x 6 sums, 4 panel loads and one broadcast: 29 of 32 registers).
@@ -41,18 +43,7 @@ const AMX_DEPTH: usize = 32;
 
 /// Whether this CPU runs bfloat16 products (AVX-512 F and BF16, detected once).
 pub fn supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *DETECTED.get_or_init(|| {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bf16")
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Isa::Avx512Bf16.available()
 }
 
 /// Whether this CPU and the operating system run AMX bfloat16 tiles: AVX512_BF16 (for the
@@ -74,50 +65,55 @@ pub fn amx_supported() -> bool {
     }
 }
 
-/// The instructions a [`PackedDense`] multiplies with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    /// AVX-512 `vdpbf16ps`, in registers.
-    Avx512,
-    /// AMX `tdpbf16ps`, in tiles.
-    Amx,
-}
+/// The variants of [`PackedDense`]'s product: `vdpbf16ps` in AVX-512 registers, and AMX
+/// `tdpbf16ps` in tiles. (Its scalar reading is the tests' reference; CPUs with neither keep
+/// the encoder's `f32` weights.)
+pub const VARIANTS: [Isa; 2] = [Isa::Avx512Bf16, Isa::Amx];
 
 /// A fully connected layer packed for bfloat16 products.
 pub struct PackedDense {
     inputs: usize,
     outputs: usize,
-    unit: Unit,
+    unit: Isa,
     /// `outputs / PANEL` panels of `inputs / 2` pairs of `PANEL` columns, two halves each.
     panels: Vec<u16>,
     bias: Vec<f32>,
 }
 
 impl PackedDense {
-    /// Packs `weight`, `(inputs, outputs)` row-major, and `bias` (`outputs`). `None` when this
-    /// CPU cannot run the products ([`supported`]) or the shape does not fit the layout (an odd
-    /// number of inputs, outputs not a multiple of 64, or lengths that do not match).
-    /// AMX tiles are used where [`amx_supported`] and the number of inputs is a multiple of
-    /// 32 (one tile's depth); AVX-512 otherwise.
+    /// Packs `weight`, `(inputs, outputs)` row-major, and `bias` (`outputs`), for AMX tiles
+    /// where [`amx_supported`] and the number of inputs is a multiple of 32 (one tile's
+    /// depth), for AVX-512 otherwise. `None` when this CPU cannot run the products
+    /// ([`supported`]) or the shape does not fit the layout (an odd number of inputs, outputs
+    /// not a multiple of 64, or lengths that do not match).
     pub fn pack(weight: &[f32], inputs: usize, outputs: usize, bias: &[f32]) -> Option<Self> {
-        Self::pack_with(weight, inputs, outputs, bias, amx_supported())
+        let unit = if amx_supported() && inputs.is_multiple_of(AMX_DEPTH) {
+            Isa::Amx
+        } else {
+            Isa::Avx512Bf16
+        };
+        Self::pack_with(unit, weight, inputs, outputs, bias)
     }
 
-    /// As [`PackedDense::pack`], with AMX allowed or not (to compare the two).
+    /// As [`PackedDense::pack`], for the variant `unit` (one of [`VARIANTS`]); `None` also
+    /// where the CPU cannot run it, or for AMX when the inputs are not a multiple of 32.
     pub fn pack_with(
+        unit: Isa,
         weight: &[f32],
         inputs: usize,
         outputs: usize,
         bias: &[f32],
-        allow_amx: bool,
     ) -> Option<Self> {
-        if !supported() {
+        let fits = match unit {
+            Isa::Avx512Bf16 => true,
+            Isa::Amx => inputs.is_multiple_of(AMX_DEPTH),
+            _ => false,
+        };
+        if !fits || !unit.available() {
             return None;
         }
         let mut packed = Self::pack_layout(weight, inputs, outputs, bias)?;
-        if allow_amx && amx_supported() && inputs.is_multiple_of(AMX_DEPTH) {
-            packed.unit = Unit::Amx;
-        }
+        packed.unit = unit;
         Some(packed)
     }
 
@@ -146,7 +142,7 @@ impl PackedDense {
         Some(PackedDense {
             inputs,
             outputs,
-            unit: Unit::Avx512,
+            unit: Isa::Avx512Bf16,
             panels,
             bias: bias.to_vec(),
         })
@@ -160,7 +156,7 @@ impl PackedDense {
         self.outputs
     }
 
-    pub fn unit(&self) -> Unit {
+    pub fn unit(&self) -> Isa {
         self.unit
     }
 
@@ -177,7 +173,7 @@ impl PackedDense {
         }
         #[cfg(target_arch = "x86_64")]
         {
-            if self.unit == Unit::Amx {
+            if self.unit == Isa::Amx {
                 return Some(self.forward_amx(x));
             }
             let rows = x.len() / self.inputs;
@@ -190,7 +186,7 @@ impl PackedDense {
                 let (block, panel) = (task / panels, task % panels);
                 let first = block * ROWS_PER_TASK;
                 let count = ROWS_PER_TASK.min(rows - first);
-                // SAFETY: a `PackedDense` exists only where `supported()` (see `pack`); each
+                // SAFETY: a `PackedDense` exists only where `supported()` (`pack_with`); each
                 // task writes only its own rows of its own panel's columns, inside `out`.
                 unsafe { self.block(&a, first, count, panel, &out_ptr) };
             });
@@ -214,7 +210,7 @@ impl PackedDense {
             let mut sums = [0.0f32; AMX_ROWS * PANEL];
             let a_rows = &a[first * self.inputs..(first + AMX_ROWS) * self.inputs];
             let b = &self.panels[panel * pairs * PANEL * 2..(panel + 1) * pairs * PANEL * 2];
-            // SAFETY: a `PackedDense` with `Unit::Amx` exists only where `amx_supported()`
+            // SAFETY: a `PackedDense` with `Isa::Amx` exists only where `amx_supported()`
             // and the inputs are a multiple of `AMX_DEPTH` (`pack_with`); `a_rows` holds 32
             // rows and `b` one whole panel.
             unsafe { amx::panel(a_rows, self.inputs, b, &mut sums) };
@@ -509,6 +505,7 @@ mod amx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::runnable;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -570,75 +567,91 @@ mod tests {
         assert!(PackedDense::pack_layout(&w, 2, 64, &[0.0; 64]).is_some());
     }
 
-    /// The vector kernel against the scalar reading of the same packed weights: every tile
-    /// height (1 to 6 rows), several tasks, and more than one panel. On a CPU without
-    /// AVX512_BF16 there is no kernel to test, and `pack` must refuse.
+    /// Each variant this CPU runs against the scalar reading of the same packed weights and
+    /// against the `f32` product: every AVX-512 tile height (1 to 6 rows), row counts around
+    /// AMX's 16-row tiles and 32-row tasks, inputs of one and of many tile steps, several
+    /// panels; and AMX against AVX-512 where both run.
     #[test]
-    fn the_kernel_matches_the_scalar_product() {
+    fn each_variant_matches_the_scalar_product() {
         let mut rng = StdRng::seed_from_u64(4);
-        let (inputs, outputs) = (384, 192);
-        let w = random(&mut rng, inputs * outputs);
-        let bias = random(&mut rng, outputs);
-        let Some(packed) = PackedDense::pack(&w, inputs, outputs, &bias) else {
-            assert!(!supported());
-            eprintln!("this CPU has no AVX512_BF16: only the refusal is tested");
-            return;
-        };
-        assert_eq!((packed.inputs(), packed.outputs()), (inputs, outputs));
-        for rows in [1, 2, 3, 4, 5, 6, 7, 13, 48, 49, 100] {
-            let x = random(&mut rng, rows * inputs);
-            let got = packed.forward(&x).expect("whole rows");
-            let error = relative_error(&got, &packed.forward_scalar(&x));
-            // The same bfloat16 inputs, summed in another order.
-            assert!(error < 1e-5, "rows {rows}: relative error {error}");
-            let error = relative_error(&got, &naive(&x, &w, &bias, inputs, outputs));
-            assert!(
-                error < 1e-2,
-                "rows {rows}: relative error {error} against f32"
-            );
-        }
-        assert!(packed.forward(&[1.0; 5]).is_none());
-        assert_eq!(packed.forward(&[]).map(|v| v.len()), Some(0));
-    }
-
-    /// The AMX kernel against the AVX-512 kernel and the scalar reading: row counts around
-    /// the 16-row tiles and 32-row tasks, inputs of one and of many tile steps, several
-    /// panels. Where the CPU has no AMX, `pack` must have chosen AVX-512.
-    #[test]
-    fn the_amx_kernel_matches_the_avx512_kernel() {
-        let mut rng = StdRng::seed_from_u64(5);
         for (inputs, outputs) in [(32, 64), (384, 192), (1536, 128)] {
             let w = random(&mut rng, inputs * outputs);
             let bias = random(&mut rng, outputs);
-            let Some(amx) = PackedDense::pack(&w, inputs, outputs, &bias) else {
-                assert!(!supported());
-                eprintln!("this CPU has no AVX512_BF16: nothing to compare");
-                return;
-            };
-            if !amx_supported() {
-                assert_eq!(amx.unit(), Unit::Avx512);
-                eprintln!("this CPU or OS has no AMX tiles: only the choice is tested");
-                return;
+            let mut by_variant = Vec::new();
+            for isa in runnable(&VARIANTS) {
+                let packed = PackedDense::pack_with(isa, &w, inputs, outputs, &bias)
+                    .unwrap_or_else(|| panic!("{} runs here and the shape fits", isa.name()));
+                assert_eq!(packed.unit(), isa);
+                assert_eq!((packed.inputs(), packed.outputs()), (inputs, outputs));
+                by_variant.push(packed);
             }
-            assert_eq!(amx.unit(), Unit::Amx);
-            let avx = PackedDense::pack_with(&w, inputs, outputs, &bias, false).expect("fits");
-            assert_eq!(avx.unit(), Unit::Avx512);
-            for rows in [1, 2, 15, 16, 17, 31, 32, 33, 64, 100] {
+            let rows = [
+                1, 2, 3, 4, 5, 6, 7, 13, 15, 16, 17, 31, 32, 33, 48, 49, 64, 100,
+            ];
+            for rows in rows {
                 let x = random(&mut rng, rows * inputs);
-                let got = amx.forward(&x).expect("whole rows");
-                assert_eq!(got.len(), rows * outputs);
-                let error = relative_error(&got, &avx.forward(&x).expect("whole rows"));
-                assert!(
-                    error < 1e-5,
-                    "{inputs}x{outputs}, rows {rows}: against AVX-512 {error}"
-                );
-                let error = relative_error(&got, &amx.forward_scalar(&x));
-                assert!(
-                    error < 1e-5,
-                    "{inputs}x{outputs}, rows {rows}: against scalar {error}"
-                );
+                let reference = naive(&x, &w, &bias, inputs, outputs);
+                let mut outputs_by_variant = Vec::new();
+                for packed in &by_variant {
+                    let name = packed.unit().name();
+                    let got = packed.forward(&x).expect("whole rows");
+                    assert_eq!(got.len(), rows * outputs);
+                    // The same bfloat16 inputs, summed in another order.
+                    let error = relative_error(&got, &packed.forward_scalar(&x));
+                    assert!(
+                        error < 1e-5,
+                        "{name}, {inputs}x{outputs}, rows {rows}: {error}"
+                    );
+                    let error = relative_error(&got, &reference);
+                    assert!(
+                        error < 1e-2,
+                        "{name}, {inputs}x{outputs}, rows {rows}: {error} against f32"
+                    );
+                    outputs_by_variant.push(got);
+                }
+                if let [avx, amx] = &outputs_by_variant[..] {
+                    let error = relative_error(amx, avx);
+                    assert!(error < 1e-5, "{inputs}x{outputs}, rows {rows}: AMX {error}");
+                }
             }
-            assert_eq!(amx.forward(&[]).map(|v| v.len()), Some(0));
+            for packed in &by_variant {
+                assert!(packed.forward(&[1.0; 5]).is_none());
+                assert_eq!(packed.forward(&[]).map(|v| v.len()), Some(0));
+            }
+        }
+    }
+
+    /// `pack` takes the best variant that runs here and fits; `pack_with` refuses a variant the
+    /// CPU cannot run, AMX for inputs that are not whole tile steps, and non-bfloat16 sets.
+    #[test]
+    fn pack_chooses_a_variant_this_cpu_runs() {
+        let (w, bias) = (vec![0.5f32; 48 * 64], vec![0.0f32; 64]);
+        let w32 = vec![0.5f32; 64 * 64];
+        for isa in VARIANTS {
+            assert_eq!(
+                PackedDense::pack_with(isa, &w32, 64, 64, &bias).is_some(),
+                isa.available(),
+                "{}",
+                isa.name()
+            );
+        }
+        assert!(PackedDense::pack_with(Isa::Amx, &w, 48, 64, &bias).is_none());
+        assert!(PackedDense::pack_with(Isa::Avx512, &w32, 64, 64, &bias).is_none());
+        assert!(PackedDense::pack_with(Isa::Baseline, &w32, 64, 64, &bias).is_none());
+        let best = |inputs| {
+            if amx_supported() && inputs % 32 == 0 {
+                Isa::Amx
+            } else {
+                Isa::Avx512Bf16
+            }
+        };
+        match PackedDense::pack(&w, 48, 64, &bias) {
+            Some(packed) => assert_eq!(packed.unit(), best(48)),
+            None => assert!(!supported()),
+        }
+        match PackedDense::pack(&w32, 64, 64, &bias) {
+            Some(packed) => assert_eq!(packed.unit(), best(64)),
+            None => assert!(!supported()),
         }
     }
 }

@@ -9,3 +9,5 @@
 pub mod activations;
 pub mod attention;
 pub mod bf16;
+pub mod cpu;
+pub mod f16;

@@ -101,85 +101,9 @@ fn encode(vector: &[f32]) -> Box<[f16]> {
 }
 
 /// Dot product over the common prefix of `a` and `b`, summed in `f32`: every distance of the
-/// HNSW builds and searches and every exact scan goes through it. On x86-64 with AVX2, FMA and
-/// F16C (detected once at run time: the build targets baseline x86-64) it widens 8 halves at a
-/// time and runs 32 lanes of fused multiply-adds; elsewhere 8 independent lanes.
-#[inline]
-pub(super) fn dot(a: &[f16], b: &[f16]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if has_avx2_fma_f16c() {
-            // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
-            return unsafe { dot_avx2_fma_f16c(a, b) };
-        }
-    }
-    dot_portable(a, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn has_avx2_fma_f16c() -> bool {
-    static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DETECTED.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-            && std::arch::is_x86_feature_detected!("f16c")
-    })
-}
-
-/// # Safety
-/// The CPU must support AVX2, FMA and F16C.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_avx2_fma_f16c(a: &[f16], b: &[f16]) -> f32 {
-    use std::arch::x86_64::*;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let (a_blocks, a_rest) = a.as_chunks::<32>();
-    let (b_blocks, b_rest) = b.as_chunks::<32>();
-    // Four accumulators, so consecutive multiply-adds do not wait on each other.
-    let mut acc = [_mm256_setzero_ps(); 4];
-    for (x, y) in a_blocks.iter().zip(b_blocks) {
-        for (lane, sum) in acc.iter_mut().enumerate() {
-            // SAFETY: each block holds 32 halves (16 bits each, `f16` is `repr(transparent)`
-            // over `u16`); lane * 8 + 8 <= 32, and the loads are unaligned.
-            let (xv, yv) = unsafe {
-                (
-                    _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().add(lane * 8).cast())),
-                    _mm256_cvtph_ps(_mm_loadu_si128(y.as_ptr().add(lane * 8).cast())),
-                )
-            };
-            *sum = _mm256_fmadd_ps(xv, yv, *sum);
-        }
-    }
-    let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    let mut lanes = [0.0f32; 8];
-    // SAFETY: `lanes` holds 8 floats.
-    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), v) };
-    let mut sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
-        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-    sum += dot_portable(a_rest, b_rest);
-    sum
-}
-
-/// Dot product over the common prefix of `a` and `b`, in 8 independent lanes.
-#[inline]
-fn dot_portable(a: &[f16], b: &[f16]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let (a_chunks, a_rest) = a.as_chunks::<8>();
-    let (b_chunks, b_rest) = b.as_chunks::<8>();
-    let mut acc = [0.0f32; 8];
-    for (x, y) in a_chunks.iter().zip(b_chunks) {
-        for ((sum, x), y) in acc.iter_mut().zip(x).zip(y) {
-            *sum += x.to_f32() * y.to_f32();
-        }
-    }
-    let mut sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (x, y) in a_rest.iter().zip(b_rest) {
-        sum += x.to_f32() * y.to_f32();
-    }
-    sum
-}
+/// HNSW builds and searches and every exact scan goes through it (a kernel of
+/// `memvault-kernels`, compiled optimised in every profile).
+pub(super) use memvault_kernels::f16::dot;
 
 /// Where a slot's live vector is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -942,33 +866,6 @@ mod tests {
         match lane.plan() {
             Some(job) => lane.install(LaneVectors::build(job)),
             None => false,
-        }
-    }
-
-    #[test]
-    fn dot_matches_naive() {
-        let mut rng = StdRng::seed_from_u64(1);
-        for dims in [0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 100, 384] {
-            let a: Vec<f16> = (0..dims)
-                .map(|_| f16::from_f32(rng.random_range(-1.0f32..1.0)))
-                .collect();
-            let b: Vec<f16> = (0..dims)
-                .map(|_| f16::from_f32(rng.random_range(-1.0f32..1.0)))
-                .collect();
-            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x.to_f32() * y.to_f32()).sum();
-            assert!((dot(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
-            assert!((dot_portable(&a, &b) - naive).abs() < 1e-4, "dims {dims}");
-            // Unequal lengths: the common prefix.
-            let short = &b[..dims / 2];
-            let prefix: f32 = a
-                .iter()
-                .zip(short)
-                .map(|(x, y)| x.to_f32() * y.to_f32())
-                .sum();
-            assert!(
-                (dot(&a, short) - prefix).abs() < 1e-4,
-                "dims {dims}, prefix"
-            );
         }
     }
 
