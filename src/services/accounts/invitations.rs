@@ -1,0 +1,225 @@
+//! Invitations: inviting an email address into a workspace with a role, revoking a pending
+//! invitation, and accepting one with its single-use token.
+
+use chrono::{DateTime, Utc};
+use memvault_actors::EndpointClass;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::keys::hash_key;
+use super::team::MemberView;
+use super::workspaces::WorkspaceView;
+use super::{email, generate_token, path_id, role_value, AccountsService};
+use crate::error::{Error, Result};
+use crate::model::accounts::{InvitationRecord, MemberRecord, Need, Role};
+use crate::model::{now, to_micros};
+use crate::services::access::not_a_member;
+use crate::services::memories::Success;
+use crate::services::{Identity, Principal};
+use crate::storage::accounts::Acceptance;
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationView {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub email: String,
+    pub role: Role,
+    pub expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<InvitationRecord> for InvitationView {
+    fn from(i: InvitationRecord) -> Self {
+        InvitationView {
+            id: i.id,
+            workspace_id: i.workspace_id,
+            email: i.email,
+            role: i.role,
+            expires_at: i.expires_at,
+            created_at: i.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateInvitation {
+    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
+    pub email: Option<String>,
+    /// `admin`, `member` or `viewer` (default `member`).
+    #[schema(pattern = r"^\s*(?:admin|member|viewer)\s*$")]
+    pub role: Option<String>,
+}
+
+/// A new invitation and its single-use token (shown once: share it with the invitee, who
+/// accepts it signed in with the invited email at `POST /api/invitations/{token}/accept`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationCreated {
+    pub invitation: InvitationView,
+    pub token: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct InvitationAccepted {
+    pub workspace: WorkspaceView,
+    pub member: MemberView,
+}
+
+impl AccountsService {
+    /// `POST /api/workspaces/{workspaceId}/invitations`.
+    pub async fn invite(
+        &self,
+        who: &Principal,
+        workspace_id: &str,
+        input: CreateInvitation,
+    ) -> Result<InvitationCreated> {
+        let workspace_id = path_id("workspace", workspace_id)?;
+        let caller = self
+            .gate
+            .enter(who, Some(workspace_id), Need::Manage)
+            .await?;
+        self.admit(&caller, EndpointClass::Write).await?;
+        let email = email(input.email.as_deref())?;
+        let role = match input.role.as_deref() {
+            None => Role::Member,
+            Some(raw) => role_value("role", raw, &[Role::Admin, Role::Member, Role::Viewer])?,
+        };
+        self.doors.invitations_by_workspace.check(workspace_id)?;
+        let members = self.store.members(workspace_id).await?;
+        if members.iter().any(|m| m.email == email) {
+            return Err(Error::Conflict(format!(
+                "{email} is already a member of this workspace"
+            )));
+        }
+        let token = generate_token();
+        let created_at = now();
+        let invitation = InvitationRecord {
+            id: Uuid::now_v7(),
+            workspace_id,
+            email,
+            role,
+            invited_by: who.user_id().or(match &who.identity {
+                Identity::Key { made_by, .. } => *made_by,
+                Identity::User { .. } | Identity::Token { .. } => None,
+            }),
+            created_at,
+            expires_at: created_at + self.config.invitation_ttl,
+            accepted_at: None,
+            revoked_at: None,
+        };
+        self.store
+            .insert_invitation(&invitation, &hash_key(&token))
+            .await?;
+        Ok(InvitationCreated {
+            invitation: invitation.into(),
+            token,
+        })
+    }
+
+    /// `DELETE /api/workspaces/{workspaceId}/invitations/{invitationId}`.
+    pub async fn revoke_invitation(
+        &self,
+        who: &Principal,
+        workspace_id: &str,
+        invitation_id: &str,
+    ) -> Result<Success> {
+        let workspace_id = path_id("workspace", workspace_id)?;
+        let caller = self
+            .gate
+            .enter(who, Some(workspace_id), Need::Manage)
+            .await?;
+        self.admit(&caller, EndpointClass::Write).await?;
+        let id = path_id("invitation", invitation_id)?;
+        if !self
+            .store
+            .revoke_invitation(workspace_id, id, to_micros(now()))
+            .await?
+        {
+            return Err(Error::NotFound(
+                "invitation not found (or no longer pending)".to_string(),
+            ));
+        }
+        Ok(Success { success: true })
+    }
+
+    /// `POST /api/invitations/{token}/accept`: the signed-in user whose email was invited
+    /// joins with the invitation's role.
+    pub async fn accept_invitation(
+        &self,
+        who: &Principal,
+        token: &str,
+    ) -> Result<InvitationAccepted> {
+        let (user_id, _) = Self::signed_in_user(who, "accepting an invitation")?;
+        let not_found = || Error::NotFound("invitation not found".to_string());
+        if token.is_empty() || token.len() > 200 {
+            return Err(not_found());
+        }
+        let invitation = self
+            .store
+            .invitation_by_hash(&hash_key(token))
+            .await?
+            .ok_or_else(not_found)?;
+        let at = now();
+        if invitation.revoked_at.is_some() {
+            return Err(Error::Gone("this invitation was revoked".to_string()));
+        }
+        if invitation.accepted_at.is_some() {
+            return Err(Error::Gone(
+                "this invitation has already been used".to_string(),
+            ));
+        }
+        if invitation.expires_at <= at {
+            return Err(Error::Gone(format!(
+                "this invitation expired at {}: ask for a new one",
+                invitation.expires_at.to_rfc3339()
+            )));
+        }
+        let user = self
+            .store
+            .user(user_id)
+            .await?
+            .ok_or_else(|| Error::Unauthorized("your account no longer exists".to_string()))?;
+        if user.email != invitation.email {
+            return Err(Error::Forbidden(
+                "this invitation was sent to another email address: sign in with that one"
+                    .to_string(),
+            ));
+        }
+        let member = MemberRecord {
+            id: Uuid::now_v7(),
+            workspace_id: invitation.workspace_id,
+            user_id,
+            role: invitation.role,
+            created_at: at,
+            email: user.email.clone(),
+            name: user.name.clone(),
+            image: user.image.clone(),
+        };
+        let member = match self
+            .store
+            .accept_invitation(invitation.id, &member, to_micros(at))
+            .await?
+        {
+            Acceptance::Joined(member) | Acceptance::AlreadyMember(member) => member,
+            Acceptance::Gone => {
+                return Err(Error::Gone(
+                    "this invitation is no longer valid".to_string(),
+                ))
+            }
+        };
+        let workspace = self
+            .store
+            .memberships(user_id)
+            .await?
+            .into_iter()
+            .find(|m| m.workspace_id == invitation.workspace_id)
+            .ok_or_else(not_a_member)?;
+        Ok(InvitationAccepted {
+            workspace: workspace.into(),
+            member: MemberView::from(&member),
+        })
+    }
+}
