@@ -39,17 +39,8 @@
 //! here, so the throughput passes measure what routing costs, not what a cluster of machines
 //! would gain. Any unexpected status fails the run.
 
-#[path = "common/client.rs"]
-mod client;
-#[path = "common/cpu.rs"]
-mod cpu;
-#[path = "common/database.rs"]
-mod database;
-#[path = "common/env.rs"]
-mod env;
-#[allow(dead_code)] // waiting for an in-process server to go idle: not needed here
-#[path = "common/machine.rs"]
-mod machine;
+#[allow(dead_code)] // each benchmark uses part of it
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -57,9 +48,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use client::{client, expect_json};
-use database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
-use env::{env_count, env_var};
+use common::client::{client, expect_json};
+use common::database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
+use common::env::{env_count, env_var};
+use common::machine;
 use futures::StreamExt;
 use memvault::config::Settings;
 use memvault::model::{Category, Embedded, NewMemory, Plan, Source};

@@ -20,28 +20,21 @@
 //! Every request must answer the expected status (201 for save, 200 for get and list); any
 //! other outcome is counted, shown, and makes the benchmark exit non-zero.
 
-#[path = "common/client.rs"]
-mod client;
-#[path = "common/cpu.rs"]
-mod cpu;
-#[path = "common/database.rs"]
-mod database;
-#[path = "common/pass_cpu.rs"]
-mod pass_cpu;
-#[path = "common/server.rs"]
-mod server;
+#[allow(dead_code)] // each benchmark uses part of it
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use client::{client, expect, expect_json};
-use cpu::process_cpu_time;
-use database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
+use common::client::{client, expect, expect_json};
+use common::cpu::process_cpu_time;
+use common::database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
+use common::pass_cpu::{cpu_share, cpu_since};
+use common::server;
 use memvault::config::{Settings, SqliteSync};
 use memvault::startup::Application;
-use pass_cpu::{cpu_share, cpu_since};
 use rand::Rng;
 use reqwest::StatusCode;
 use uuid::Uuid;

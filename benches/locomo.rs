@@ -91,16 +91,8 @@
 //!   its speaker, so a question that names one ranks that speaker's turns first); the name
 //!   stays in the text either way.
 
-#[path = "common/client.rs"]
-mod client;
-#[path = "common/database.rs"]
-mod database;
-#[path = "common/env.rs"]
-mod env;
-#[path = "common/errors.rs"]
-mod errors;
-#[path = "common/server.rs"]
-mod server;
+#[allow(dead_code)] // each benchmark uses part of it
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -109,10 +101,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use client::{client, expect_json};
-use database::{percentile_ms, postgres_url_from_env, with_database, Database};
-use env::{env_count, env_var};
-use errors::{Errors, ERROR_SAMPLES};
+use common::client::{client, expect_json};
+use common::database::{percentile_ms, postgres_url_from_env, with_database, Database};
+use common::env::{env_count, env_var};
+use common::errors::{Errors, ERROR_SAMPLES};
+use common::server;
 use memvault::config::Settings;
 use memvault::startup::Application;
 use reqwest::StatusCode;

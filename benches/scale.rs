@@ -101,18 +101,8 @@
 //! the measurement goes on, and the benchmark exits non-zero at the end. Seeding stops early
 //! only when more than 100 saves, and more than 1 in 20, failed.
 
-#[path = "common/client.rs"]
-mod client;
-#[path = "common/cpu.rs"]
-mod cpu;
-#[path = "common/database.rs"]
-mod database;
-#[path = "common/machine.rs"]
-mod machine;
-#[path = "common/pass_cpu.rs"]
-mod pass_cpu;
-#[path = "common/server.rs"]
-mod server;
+#[allow(dead_code)] // each benchmark uses part of it
+mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -122,10 +112,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use client::{client, expect, expect_json, BODY_SHOWN};
-use cpu::process_cpu_time;
-use database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
-use machine::{cores, cpu_model, load_now, others_share, steal_share, wait_until_idle, Load};
+use common::client::{client, expect, expect_json, BODY_SHOWN};
+use common::cpu::process_cpu_time;
+use common::database::{millis, percentile_ms, postgres_url_from_env, with_database, Database};
+use common::machine::{
+    cores, cpu_model, load_now, others_share, steal_share, wait_until_idle, Load,
+};
+use common::scifact::{self, Scifact};
+use common::server::Running;
+use common::{machine, pass_cpu, server};
 use memvault::config::Settings;
 use memvault::embedding::{Embedder, BATCH_SIZE};
 use memvault::services::memories::IMPORT_BATCH;
@@ -134,8 +129,6 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use reqwest::StatusCode;
-use serde::Deserialize;
-use server::Running;
 use uuid::Uuid;
 
 /// Error messages kept per pass, to show what went wrong.
@@ -160,6 +153,8 @@ const MODEL_BATCHED_TEXTS: usize = 1024;
 const CORPUS_SEED: u64 = 34;
 /// `limit` of every search.
 const SEARCH_LIMIT: usize = 10;
+/// Longest query asked, in characters: the longest the search accepts.
+const MAX_QUERY_CHARS: usize = 1_000;
 /// Sentence lengths kept, in characters.
 const SENTENCE_CHARS: std::ops::RangeInclusive<usize> = 30..=300;
 /// Longest wait for the index maintenance after the restart.
@@ -229,17 +224,6 @@ fn env_count(name: &str, default: usize, min: usize) -> anyhow::Result<usize> {
 // ----------------------------------------------------------------------------------------
 // Corpus
 
-#[derive(Deserialize)]
-struct Document {
-    title: String,
-    text: String,
-}
-
-#[derive(Deserialize)]
-struct QueryLine {
-    text: String,
-}
-
 /// What the benchmark saves and asks, from SciFact.
 struct Corpus {
     documents: usize,
@@ -254,54 +238,21 @@ struct Corpus {
 
 /// Reads SciFact, or says loudly where it looked and exits 2.
 fn load_corpus(dir: &Path, wanted: usize) -> anyhow::Result<Corpus> {
-    let corpus_file = dir.join("corpus.jsonl");
-    let queries_file = dir.join("queries.jsonl");
-    for file in [&corpus_file, &queries_file] {
-        if !file.is_file() {
-            eprintln!();
-            eprintln!("==================================================================");
-            eprintln!("ERROR: the SciFact corpus is missing.");
-            eprintln!("  looked for: {}", file.display());
-            eprintln!("  directory:  {}", dir.display());
-            eprintln!("  set SCIFACT_DIR to the directory holding corpus.jsonl and queries.jsonl");
-            eprintln!("==================================================================");
-            std::process::exit(2);
-        }
-    }
-    let documents: Vec<Document> = read_jsonl(&corpus_file)?;
-    let queries: Vec<QueryLine> = read_jsonl(&queries_file)?;
-    let (texts, plain) = memory_texts(&documents, wanted);
-    let mut seen = HashSet::new();
-    let queries = queries
-        .into_iter()
-        .map(|q| q.text.trim().to_string())
-        .filter(|q| !q.is_empty() && q.chars().count() <= 1_000 && seen.insert(q.clone()))
-        .collect();
+    scifact::exit_when_missing(dir, "SCIFACT_DIR");
+    let data = Scifact::load(dir, None)?;
+    let (texts, plain) = memory_texts(&data.corpus, wanted);
     Ok(Corpus {
-        documents: documents.len(),
+        documents: data.corpus.len(),
         texts: Arc::new(texts),
         plain,
-        queries,
+        queries: data.distinct_queries(MAX_QUERY_CHARS),
     })
-}
-
-fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("{}:{}: not a SciFact line", path.display(), i + 1))
-        })
-        .collect()
 }
 
 /// Up to `wanted` distinct memory texts in a seeded shuffled order, and whether each is a
 /// sentence alone: every stage of the seeding gets the same mix of short and titled texts, so
 /// the stages' throughputs compare the program at different sizes, not different texts.
-fn memory_texts(documents: &[Document], wanted: usize) -> (Vec<String>, Vec<bool>) {
+fn memory_texts(documents: &[scifact::Document], wanted: usize) -> (Vec<String>, Vec<bool>) {
     let sentences: Vec<Vec<&str>> = documents
         .iter()
         .map(|d| {

@@ -126,20 +126,8 @@
 //!   `MEMVAULT_INGEST_MAX_DOCUMENTS=2`, `MEMVAULT_SEARCH_SEMANTIC_WEIGHT=0.5`); the database,
 //!   rate and memory limits are the bench's own.
 
-#[path = "common/client.rs"]
-mod client;
-#[path = "common/cpu.rs"]
-mod cpu;
-#[path = "common/database.rs"]
-mod database;
-#[path = "common/env.rs"]
-mod env;
-#[path = "common/errors.rs"]
-mod errors;
-#[path = "common/machine.rs"]
-mod machine;
-#[path = "common/server.rs"]
-mod server;
+#[allow(dead_code)] // each benchmark uses part of it
+mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -149,11 +137,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
-use client::{client, expect_json};
-use database::{percentile_ms, postgres_url_from_env, with_database, Database};
-use env::{env_count, env_var};
-use errors::{Errors, ERROR_SAMPLES};
-use machine::{cores, cpu_model, load_now, others_share, steal_share, wait_until_idle, Load};
+use common::client::{client, expect_json};
+use common::database::{percentile_ms, postgres_url_from_env, with_database, Database};
+use common::env::{env_count, env_var};
+use common::errors::{Errors, ERROR_SAMPLES};
+use common::machine::{
+    cores, cpu_model, load_now, others_share, steal_share, wait_until_idle, Load,
+};
+use common::scifact::{self, Scifact};
+use common::server::{Running, NO_MEMORY_LIMIT};
+use common::{machine, server};
 use memvault::config::{Fusion, Settings};
 use memvault::embedding::Embedder;
 use memvault::startup::{load_embedder, Application, Overrides};
@@ -164,7 +157,6 @@ use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use server::{Running, NO_MEMORY_LIMIT};
 use uuid::Uuid;
 
 const DEFAULT_DOCS_DIR: &str = "../shared/bench/docs";
@@ -1469,92 +1461,6 @@ async fn settle(part: &str) {
 
 // ----- part 3: SciFact ----------------------------------------------------------------------
 
-#[derive(Deserialize)]
-struct CorpusLine {
-    #[serde(rename = "_id")]
-    id: String,
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    text: String,
-}
-
-#[derive(Deserialize)]
-struct QueryLine {
-    #[serde(rename = "_id")]
-    id: String,
-    text: String,
-}
-
-struct Scifact {
-    corpus_in_file: usize,
-    corpus: Vec<CorpusLine>,
-    queries: HashMap<String, String>,
-    /// Train judgements: query id -> (corpus id -> score), queries in file order.
-    qrels: Vec<(String, BTreeMap<String, f64>)>,
-}
-
-fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect())
-}
-
-fn load_scifact(dir: &Path, limit_docs: Option<usize>) -> anyhow::Result<Scifact> {
-    let mut corpus = Vec::new();
-    let lines = read_lines(&dir.join("corpus.jsonl"))?;
-    let corpus_in_file = lines.len();
-    for (n, line) in lines.iter().enumerate() {
-        if limit_docs.is_some_and(|limit| corpus.len() >= limit) {
-            break;
-        }
-        let doc: CorpusLine = serde_json::from_str(line)
-            .with_context(|| format!("corpus.jsonl line {}: not a corpus document", n + 1))?;
-        corpus.push(doc);
-    }
-    let mut queries = HashMap::new();
-    for (n, line) in read_lines(&dir.join("queries.jsonl"))?.iter().enumerate() {
-        let query: QueryLine = serde_json::from_str(line)
-            .with_context(|| format!("queries.jsonl line {}: not a query", n + 1))?;
-        queries.insert(query.id, query.text);
-    }
-    let mut qrels: Vec<(String, BTreeMap<String, f64>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for (n, line) in read_lines(&dir.join("qrels/train.tsv"))?.iter().enumerate() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if n == 0 && fields.first().is_some_and(|f| *f == "query-id") {
-            continue;
-        }
-        let [query, doc, score] = fields[..] else {
-            bail!(
-                "qrels/train.tsv line {}: expected 3 fields: `{line}`",
-                n + 1
-            );
-        };
-        let score: f64 = score
-            .parse()
-            .with_context(|| format!("qrels/train.tsv line {}: bad score `{score}`", n + 1))?;
-        if score <= 0.0 {
-            continue;
-        }
-        let at = *index.entry(query.to_string()).or_insert_with(|| {
-            qrels.push((query.to_string(), BTreeMap::new()));
-            qrels.len() - 1
-        });
-        qrels[at].1.insert(doc.to_string(), score);
-    }
-    Ok(Scifact {
-        corpus_in_file,
-        corpus,
-        queries,
-        qrels,
-    })
-}
-
 /// nDCG@k of a ranked document list against graded judgements.
 fn ndcg_at(k: usize, ranked: &[&str], judged: &BTreeMap<String, f64>) -> f64 {
     let dcg: f64 = ranked
@@ -1789,12 +1695,14 @@ async fn scifact_part(
     restart: &Restart<'_>,
     errors: &mut Errors,
 ) {
-    if !config.scifact_dir.join("corpus.jsonl").is_file() {
+    if !config.scifact_dir.join(scifact::CORPUS_FILE).is_file() {
         say_missing("SciFact", &config.scifact_dir, "SCIFACT_PATH");
         return;
     }
-    let data = match load_scifact(&config.scifact_dir, config.limit_docs) {
-        Ok(data) => Arc::new(data),
+    let loaded = Scifact::load(&config.scifact_dir, config.limit_docs)
+        .and_then(|data| Ok((data, scifact::train_qrels(&config.scifact_dir)?)));
+    let (data, qrels) = match loaded {
+        Ok((data, qrels)) => (Arc::new(data), qrels),
         Err(e) => {
             errors.push(format!("SciFact: {e:#}"));
             return;
@@ -1848,9 +1756,10 @@ async fn scifact_part(
     let ingested_ids: HashSet<&str> = data.corpus.iter().map(|d| d.id.as_str()).collect();
     let mut without_text = 0;
     let mut not_ingested = 0;
+    let query_texts = data.query_texts();
     let mut scored = Vec::new();
-    for (query, judged) in &data.qrels {
-        let Some(text) = data.queries.get(query) else {
+    for (query, judged) in &qrels {
+        let Some(text) = query_texts.get(query.as_str()) else {
             without_text += 1;
             continue;
         };
@@ -1859,7 +1768,7 @@ async fn scifact_part(
             continue;
         }
         scored.push(Scored {
-            query: text.as_str(),
+            query: text,
             judged,
         });
     }
@@ -1938,7 +1847,7 @@ async fn scifact_part(
         } else {
             ""
         },
-        data.qrels.len(),
+        qrels.len(),
         scored.len(),
         if scored.len() < scoreable {
             format!(" (SCIFACT_LIMIT_QUERIES; {scoreable} scoreable)")

@@ -22,12 +22,8 @@
 //! Output: Markdown on stdout. Files: nothing is kept.
 
 // Only the report's lines about the machine are used here.
-#[allow(dead_code)]
-#[path = "common/cpu.rs"]
-mod cpu;
-#[allow(dead_code)]
-#[path = "common/machine.rs"]
-mod machine;
+#[allow(dead_code)] // each benchmark uses part of it
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -37,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::Utc;
-use machine::{commit, cores, cpu_model};
+use common::machine::{commit, cores, cpu_model};
 use memvault::sandbox::{WorkerLimits, Workers, WorkersConfig};
 use memvault_pipelines::fixtures;
 use memvault_pipelines::model::SourceKind;

@@ -1,11 +1,11 @@
 //! The machine a benchmark runs on: the load other processes put on it, this process going
 //! idle, and what the report says about the machine and the code (CPU model, commit).
 //!
-//! Reads this process's CPU time from the crate's `cpu` module (`common/cpu.rs`).
+//! Reads this process's CPU time from the sibling `cpu` module.
 
 use std::time::{Duration, Instant};
 
-use crate::cpu::process_cpu_time;
+use super::cpu::process_cpu_time;
 
 /// CPU time of the whole machine and of this process at one moment.
 #[derive(Clone, Copy)]

@@ -1,11 +1,11 @@
 //! The CPU figure of a measured pass of requests: the CPU time this process (server and
 //! clients) used during the pass, and its share of one core over the pass's wall time.
 //!
-//! Reads this process's CPU time from the crate's `cpu` module (`common/cpu.rs`).
+//! Reads this process's CPU time from the sibling `cpu` module.
 
 use std::time::Duration;
 
-use crate::cpu::process_cpu_time;
+use super::cpu::process_cpu_time;
 
 /// Passes shorter than this show no CPU figure: the kernel counts CPU time in 10 ms ticks.
 const MIN_WALL_FOR_CPU: Duration = Duration::from_millis(200);

@@ -38,7 +38,6 @@ pub fn bench_settings(settings: Settings) -> Settings {
 }
 
 /// How the local model multiplies under `settings` on this CPU, for a report.
-#[allow(dead_code)] // not every benchmark reports it
 pub fn model_precision(settings: &Settings) -> &'static str {
     match settings.embedding_precision {
         EmbeddingPrecision::F32 => "f32 products",
