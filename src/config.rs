@@ -447,8 +447,8 @@ impl Default for Settings {
             search_fusion: Fusion::Score,
             search_semantic_weight: 0.7,
             vault_search_fusion: Fusion::Score,
-            // The three below were chosen together on SciFact's train queries
-            // (docs/BENCHMARKS.md, "Chunks read in pieces"): with chunks read in pieces, vector
+            // The three below were chosen together on SciFact's train queries (the history of
+            // docs/BENCHMARKS.md, "Chunks read in pieces"): with chunks read in pieces, vector
             // similarity carries more of the ranking and the facts' lift less.
             vault_search_semantic_weight: 0.75,
             vault_search_fact_weight: 0.3,

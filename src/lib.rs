@@ -8,7 +8,8 @@
 /// Every binary built on this crate (the server, the benches, the tests) allocates through
 /// mimalloc: the embedding model allocates and frees buffers of tens of megabytes for every
 /// layer, and glibc's malloc hands those back to the kernel each time, so each pass paid for
-/// page faults and zeroed pages (a third of its time; see docs/BENCHMARKS.md, "The allocator").
+/// page faults and zeroed pages (a third of its time; see the history of docs/BENCHMARKS.md,
+/// "The allocator").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
