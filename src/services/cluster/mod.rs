@@ -113,6 +113,9 @@ pub struct Cluster {
     draining: AtomicBool,
     /// Left the cluster: the heartbeat renews nothing more (and never registers it again).
     left: AtomicBool,
+    /// Held while this node's own row is written (a renewal, a revival, the leaving delete): a
+    /// round that began before the node left can never register it again after its row is gone.
+    row: tokio::sync::Mutex<()>,
 }
 
 /// Answered while a workspace changes hands.
@@ -138,6 +141,7 @@ impl Cluster {
             members: Mutex::new(Vec::new()),
             draining: AtomicBool::new(false),
             left: AtomicBool::new(false),
+            row: tokio::sync::Mutex::new(()),
         });
         cluster.refresh_members().await?;
         tracing::info!(node = %cluster.config.node, url = %cluster.config.url, "joined the cluster");
@@ -267,19 +271,31 @@ impl Cluster {
     /// One heartbeat round: renew (or revive) this node, read the members, hand over what
     /// belongs elsewhere.
     pub async fn round(&self) -> Result<()> {
-        if self.left.load(Ordering::SeqCst) {
-            return Ok(());
+        let sent = Instant::now();
+        let revived = {
+            let _row = self.row.lock().await;
+            if self.left.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            if self.store.beat(self.config.node, self.config.ttl).await? {
+                None
+            } else if self.draining.load(Ordering::SeqCst) {
+                // Declared dead while leaving: its workspaces are the others' already.
+                return Ok(());
+            } else {
+                *self.alive_until.lock().expect("alive_until") = None;
+                Some(
+                    self.store
+                        .revive(self.config.node, &self.config.url, self.config.ttl)
+                        .await?,
+                )
+            }
+        };
+        match revived {
+            None => self.renewed(sent),
+            Some(kept) => self.revived(sent, kept.into_iter().collect()).await,
         }
         let draining = self.draining.load(Ordering::SeqCst);
-        let sent = Instant::now();
-        if self.store.beat(self.config.node, self.config.ttl).await? {
-            self.renewed(sent);
-        } else if draining {
-            // Declared dead while leaving: its workspaces are the others' already.
-            return Ok(());
-        } else {
-            self.revive(sent).await?;
-        }
         self.refresh_members().await?;
         self.check_leases().await?;
         if !draining {
@@ -364,8 +380,11 @@ impl Cluster {
     pub async fn leave(&self) -> Result<()> {
         self.draining.store(true, Ordering::SeqCst);
         let result = self.hand_everything_over().await;
-        self.left.store(true, Ordering::SeqCst);
-        self.store.leave(self.config.node).await?;
+        {
+            let _row = self.row.lock().await;
+            self.left.store(true, Ordering::SeqCst);
+            self.store.leave(self.config.node).await?;
+        }
         result
     }
 
@@ -389,15 +408,9 @@ impl Cluster {
         *self.alive_until.lock().expect("alive_until") = Some(sent + self.config.ttl.mul_f64(0.75));
     }
 
-    /// This node was declared dead: forget the workspaces that moved, then register again.
-    async fn revive(&self, sent: Instant) -> Result<()> {
-        *self.alive_until.lock().expect("alive_until") = None;
-        let kept: HashSet<Uuid> = self
-            .store
-            .revive(self.config.node, &self.config.url, self.config.ttl)
-            .await?
-            .into_iter()
-            .collect();
+    /// This node was declared dead and has registered again, still holding the leases in
+    /// `kept`: it forgets the workspaces that moved.
+    async fn revived(&self, sent: Instant, kept: HashSet<Uuid>) {
         let lost: Vec<(Uuid, i64)> = self
             .owned()
             .into_iter()
@@ -413,7 +426,6 @@ impl Cluster {
                 .await;
         }
         self.renewed(sent);
-        Ok(())
     }
 
     async fn refresh_members(&self) -> Result<()> {
