@@ -74,7 +74,7 @@ impl Config {
             sqlite_sync,
             db_connections: u32::try_from(env_count(
                 "BENCH_DB_CONNECTIONS",
-                Settings::default().db_max_connections as usize,
+                Settings::default().storage.max_connections as usize,
                 1,
             )?)?,
             postgres_url,
@@ -317,14 +317,12 @@ fn print_table(backend: &str, passes: &[Pass]) {
 /// Starts the server on `database`, runs every pass, stops the server; the number of requests
 /// that did not answer as expected.
 async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
-    let mut settings = server::bench_settings(Settings {
-        log_level: std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".to_string()),
-        sqlite_synchronous: config.sqlite_sync,
-        db_max_connections: config.db_connections,
-        ..Settings::default()
-    });
+    let mut settings = server::bench_settings(Settings::default());
+    settings.server.log_level = std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".to_string());
+    settings.storage.sqlite_synchronous = config.sqlite_sync;
+    settings.storage.max_connections = config.db_connections;
     database.configure(&mut settings);
-    memvault::telemetry::init(settings.log_format, &settings.log_level);
+    memvault::telemetry::init(settings.server.log_format, &settings.server.log_level);
 
     let app = Application::build(&settings)
         .await
@@ -398,7 +396,7 @@ async fn bench(config: &Config, database: &Database) -> anyhow::Result<usize> {
          every client reuses its keep-alive connection; latency is from sending the request to \
          reading the whole body; CPU is the time this process (server and clients, not a \
          PostgreSQL server) used over the wall time, out of {}% on {cores} cores.",
-        settings.db_max_connections,
+        settings.storage.max_connections,
         100 * cores,
     );
     Ok(errors)

@@ -1254,19 +1254,19 @@ async fn bench(
     conversations: Vec<Conversation>,
     started: Instant,
 ) -> anyhow::Result<usize> {
-    let mut settings = server::bench_settings(Settings {
-        log_level: "warn".to_string(),
-        // `MEMVAULT_*` settings apply (e.g. `MEMVAULT_SEARCH_FUSION=rrf`), as for the server.
-        ..Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?
-    });
+    // `MEMVAULT_*` settings apply (e.g. `MEMVAULT_SEARCH_FUSION=rrf`), as for the server.
+    let mut settings =
+        Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?;
+    settings.server.log_level = "warn".to_string();
+    let mut settings = server::bench_settings(settings);
     database.configure(&mut settings);
-    memvault::telemetry::init(settings.log_format, &settings.log_level);
+    memvault::telemetry::init(settings.server.log_format, &settings.server.log_level);
 
     let app = Application::build(&settings).await.with_context(|| {
         format!(
             "cannot start memvault (the embedding model is read from {}; `make model` installs \
              it)",
-            settings.embedding_model_dir.display()
+            settings.embedding.model_dir.display()
         )
     })?;
     let backend = database.describe("SQLite").await;

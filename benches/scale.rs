@@ -968,17 +968,16 @@ struct Measured {
 }
 
 fn settings_for(database: &Database) -> Settings {
-    let mut settings = server::bench_settings(Settings {
-        log_level: std::env::var("MEMVAULT_LOG_LEVEL").unwrap_or_else(|_| "warn".to_string()),
-        ..Settings::default()
-    });
+    let mut settings = server::bench_settings(Settings::default());
+    settings.server.log_level =
+        std::env::var("MEMVAULT_LOG_LEVEL").unwrap_or_else(|_| "warn".to_string());
     database.configure(&mut settings);
     settings
 }
 
 async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow::Result<Measured> {
     let settings = settings_for(database);
-    memvault::telemetry::init(settings.log_format, &settings.log_level);
+    memvault::telemetry::init(settings.server.log_format, &settings.server.log_level);
     let backend = database
         .describe("SQLite, WAL, synchronous=full (server default)")
         .await;
@@ -1116,7 +1115,7 @@ async fn bench(config: &Config, corpus: &Corpus, database: &Database) -> anyhow:
         concurrent_saves,
         rss_searched,
         rss_end,
-        db_connections: settings.db_max_connections,
+        db_connections: settings.storage.max_connections,
         precision: server::model_precision(&settings),
     })
 }

@@ -147,7 +147,7 @@ use common::machine::{
 use common::scifact::{self, Scifact};
 use common::server::{Running, NO_MEMORY_LIMIT};
 use common::{machine, server};
-use memvault::config::{Fusion, Settings};
+use memvault::config::{Fusion, ServiceUrl, Settings};
 use memvault::embedding::Embedder;
 use memvault::startup::{load_embedder, Application, Overrides};
 use memvault_pipelines::model::SourceKind;
@@ -1684,8 +1684,8 @@ impl Kept {
 
     /// Points the server at the kept database.
     fn configure(&self, settings: &mut Settings) {
-        settings.data_dir = self.data_dir.clone();
-        settings.database_url = self.database_url.clone();
+        settings.storage.data_dir = self.data_dir.clone();
+        settings.storage.database_url = self.database_url.clone().map(ServiceUrl::new);
     }
 }
 
@@ -1740,8 +1740,13 @@ async fn scifact_part(
     };
     if let Some(path) = &config.save {
         let kept = Kept {
-            data_dir: restart.settings.data_dir.clone(),
-            database_url: restart.settings.database_url.clone(),
+            data_dir: restart.settings.storage.data_dir.clone(),
+            database_url: restart
+                .settings
+                .storage
+                .database_url
+                .as_ref()
+                .map(|url| url.expose().to_string()),
             key: target.key.clone(),
             vault: vault.clone(),
             documents: corpus_of.clone(),
@@ -2180,13 +2185,11 @@ async fn sweep(
         let weight = setting.weight;
         let fact_weight = setting
             .fact_weight
-            .unwrap_or(restart.settings.vault_search_fact_weight);
-        let settings = Settings {
-            vault_search_fusion: fusion,
-            vault_search_semantic_weight: weight,
-            vault_search_fact_weight: fact_weight,
-            ..restart.settings.clone()
-        };
+            .unwrap_or(restart.settings.vault.search_fact_weight);
+        let mut settings = restart.settings.clone();
+        settings.vault.search_fusion = fusion;
+        settings.vault.search_semantic_weight = weight;
+        settings.vault.search_fact_weight = fact_weight;
         let running = match start(&settings, restart.embedder.clone()).await {
             Ok(running) => running,
             Err(e) => {
@@ -2425,21 +2428,21 @@ async fn bench(
     decoding: Decoding,
     started: Instant,
 ) -> anyhow::Result<usize> {
-    let mut settings = server::bench_settings(Settings {
-        log_level: "warn".to_string(),
-        // `MEMVAULT_*` settings apply, as for the server.
-        ..Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?
-    });
+    // `MEMVAULT_*` settings apply, as for the server.
+    let mut settings =
+        Settings::load().map_err(|e| anyhow::anyhow!("invalid MEMVAULT_* settings: {e}"))?;
+    settings.server.log_level = "warn".to_string();
+    let mut settings = server::bench_settings(settings);
     match store {
         RunDatabase::Fresh(database) => database.configure(&mut settings),
         RunDatabase::Kept(kept) => kept.configure(&mut settings),
     }
-    memvault::telemetry::init(settings.log_format, &settings.log_level);
+    memvault::telemetry::init(settings.server.log_format, &settings.server.log_level);
 
     let embedder = load_embedder(&settings).await.with_context(|| {
         format!(
             "cannot load the embedding model from {} (`make model` installs it)",
-            settings.embedding_model_dir.display()
+            settings.embedding.model_dir.display()
         )
     })?;
     let app = Application::build_with(
@@ -2484,7 +2487,7 @@ async fn bench(
     eprintln!(
         "vault benchmark on {backend}: parts {}, ingest_max_documents {}",
         parts.join(", "),
-        settings.ingest_max_documents
+        settings.vault.ingest_max_documents
     );
 
     println!();
@@ -2504,9 +2507,9 @@ async fn bench(
         "| server | in-process, {backend}, rate limits off, memory limits {NO_MEMORY_LIMIT}, log \
          level `warn`, `ingest_max_documents` {}, local all-MiniLM-L6-v2 ({}), offline \
          extraction{} |",
-        settings.ingest_max_documents,
+        settings.vault.ingest_max_documents,
         server::model_precision(&settings),
-        if settings.llm_url.is_some() {
+        if settings.llm.url.is_some() {
             " (LLM configured!)"
         } else {
             ""

@@ -219,9 +219,9 @@ async fn open_store(settings: &Settings) -> anyhow::Result<std::sync::Arc<dyn st
 /// running server is not disturbed.
 async fn offline_app(settings: &Settings, skip_index_rebuild: bool) -> anyhow::Result<Application> {
     let mut settings = settings.clone();
-    settings.listen = "127.0.0.1:0".parse().expect("a literal address");
+    settings.server.listen = "127.0.0.1:0".parse().expect("a literal address");
     // A command is never a cluster node, even where MEMVAULT_NODE_URL is set for the server.
-    settings.node_url = None;
+    settings.cluster.node_url = None;
     Application::build_with(
         &settings,
         Overrides {

@@ -16,6 +16,6 @@ fn main() -> anyhow::Result<()> {
     }
     let cli = Cli::parse();
     let settings = Settings::load().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
-    telemetry::init(settings.log_format, &settings.log_level);
+    telemetry::init(settings.server.log_format, &settings.server.log_level);
     memvault::startup::runtime()?.block_on(cli::run(cli, settings))
 }

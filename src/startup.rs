@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::billing::signature::WebhookSecret;
 use crate::billing::{BillingProvider, HostedConfig, HostedProvider, LocalProvider};
-use crate::config::{BillingKind, Settings, Switch};
+use crate::config::{BillingKind, Secret, ServiceUrl, Settings, Switch};
 use crate::embedding::{Embedder, Embeddings, LocalEmbedder, RemoteEmbedder};
 use crate::http::web::WebConfig;
 use crate::http::{self, AppState};
@@ -98,6 +98,7 @@ struct NodeIdentity {
 
 fn node_identity(settings: &Settings) -> anyhow::Result<Option<NodeIdentity>> {
     let Some(raw) = settings
+        .cluster
         .node_url
         .as_deref()
         .map(str::trim)
@@ -116,9 +117,10 @@ fn node_identity(settings: &Settings) -> anyhow::Result<Option<NodeIdentity>> {
          unset MEMVAULT_NODE_URL to run a single node"
     );
     let secret = settings
-        .cluster_secret
-        .as_deref()
-        .map(str::trim)
+        .cluster
+        .secret
+        .as_ref()
+        .map(|s| s.expose().trim())
         .unwrap_or_default();
     anyhow::ensure!(
         secret.len() >= 16,
@@ -132,19 +134,26 @@ fn node_identity(settings: &Settings) -> anyhow::Result<Option<NodeIdentity>> {
     }))
 }
 
+/// A configured secret handed to the client that sends it.
+fn exposed(secret: &Option<Secret>) -> Option<String> {
+    secret.as_ref().map(|s| s.expose().to_string())
+}
+
 /// The configured sentence encoder: an embedding server when `embeddings_url` is set, else
 /// the local model (a clear error says how to install it when it is missing).
 pub async fn load_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
     match settings
-        .embeddings_url
-        .as_deref()
+        .embedding
+        .url
+        .as_ref()
+        .map(ServiceUrl::expose)
         .filter(|u| !u.trim().is_empty())
     {
         Some(url) => {
             let remote = RemoteEmbedder::connect(
                 url,
-                &settings.embeddings_model,
-                settings.embeddings_key.clone(),
+                &settings.embedding.model,
+                exposed(&settings.embedding.key),
             )
             .await
             .with_context(|| {
@@ -156,8 +165,8 @@ pub async fn load_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedd
             Ok(Arc::new(remote))
         }
         None => {
-            let dir = settings.embedding_model_dir.clone();
-            let precision = settings.embedding_precision;
+            let dir = settings.embedding.model_dir.clone();
+            let precision = settings.embedding.precision;
             let started = Instant::now();
             let local = tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir, precision))
                 .await
@@ -193,14 +202,17 @@ impl Application {
 
     pub async fn build_with(settings: &Settings, overrides: Overrides) -> anyhow::Result<Self> {
         for (name, weight) in [
-            ("search_semantic_weight", settings.search_semantic_weight),
             (
-                "vault_search_semantic_weight",
-                settings.vault_search_semantic_weight,
+                "search.semantic_weight (MEMVAULT_SEARCH_SEMANTIC_WEIGHT)",
+                settings.search.semantic_weight,
             ),
             (
-                "vault_search_fact_weight",
-                settings.vault_search_fact_weight,
+                "vault.search_semantic_weight (MEMVAULT_VAULT_SEARCH_SEMANTIC_WEIGHT)",
+                settings.vault.search_semantic_weight,
+            ),
+            (
+                "vault.search_fact_weight (MEMVAULT_VAULT_SEARCH_FACT_WEIGHT)",
+                settings.vault.search_fact_weight,
             ),
         ] {
             anyhow::ensure!(
@@ -209,7 +221,7 @@ impl Application {
             );
         }
         let extra = overrides.routes.unwrap_or_default();
-        let metrics = crate::metrics::Metrics::new(settings.metrics_per_workspace);
+        let metrics = crate::metrics::Metrics::new(settings.server.metrics_per_workspace);
         let embedder = match overrides.embedder {
             Some(embedder) => embedder,
             None => load_embedder(settings).await?,
@@ -234,33 +246,38 @@ impl Application {
 
         // The long-lived actors' handles come first; the root supervisor spawns the actors
         // once every service is built, before the indexes are rebuilt.
-        let call_timeout = Duration::from_millis(settings.actor_call_timeout_ms);
+        let call_timeout = Duration::from_millis(settings.server.actor_call_timeout_ms);
         let workspaces = Workspaces::new(
             RegistryArgs {
                 store: Arc::new(ActorStore(store.clone())),
                 plans: Arc::new(settings.plan_table()),
-                rate_limits: settings.rate_limits == Switch::On,
-                idle_timeout: Duration::from_secs(settings.workspace_idle_secs),
-                refresh_every: Duration::from_secs(settings.plan_refresh_secs.max(1)),
+                rate_limits: settings.accounts.rate_limits == Switch::On,
+                idle_timeout: Duration::from_secs(settings.accounts.workspace_idle_secs),
+                refresh_every: Duration::from_secs(settings.accounts.plan_refresh_secs.max(1)),
             },
             call_timeout,
         );
 
-        let embeddings = Embeddings::new(embedder.clone(), settings.query_cache_entries);
+        let embeddings = Embeddings::new(embedder.clone(), settings.embedding.query_cache_entries);
         let engine = Arc::new(SearchEngine::new(
             embedder.dimensions(),
             VectorConfig::default(),
         )?);
         let maintainer = Maintainer::new(call_timeout);
-        let judge: Arc<dyn UpdateJudge> =
-            match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
-                Some(url) => Arc::new(LlmJudge::new(
-                    url,
-                    &settings.llm_model,
-                    settings.llm_key.clone(),
-                )?),
-                None => Arc::new(HeuristicJudge),
-            };
+        let judge: Arc<dyn UpdateJudge> = match settings
+            .llm
+            .url
+            .as_ref()
+            .map(ServiceUrl::expose)
+            .filter(|u| !u.trim().is_empty())
+        {
+            Some(url) => Arc::new(LlmJudge::new(
+                url,
+                &settings.llm.model,
+                exposed(&settings.llm.key),
+            )?),
+            None => Arc::new(HeuristicJudge),
+        };
         let memories = MemoryService::new(MemoryDeps {
             store: store.clone(),
             workspaces: workspaces.clone(),
@@ -270,13 +287,13 @@ impl Application {
             judge,
             metrics: metrics.clone(),
             tuning: Tuning {
-                max_content_chars: settings.max_content_chars,
-                dedup_threshold: settings.dedup_threshold,
-                supersede_min_similarity: settings.supersede_min_similarity,
-                long_note_chars: settings.long_note_chars,
-                fusion: settings.search_fusion,
-                semantic_weight: settings.search_semantic_weight,
-                profile_lines: settings.profile_lines,
+                max_content_chars: settings.memories.max_content_chars,
+                dedup_threshold: settings.memories.dedup_threshold,
+                supersede_min_similarity: settings.memories.supersede_min_similarity,
+                long_note_chars: settings.memories.long_note_chars,
+                fusion: settings.search.fusion,
+                semantic_weight: settings.search.semantic_weight,
+                profile_lines: settings.memories.profile_lines,
             },
         });
 
@@ -297,22 +314,28 @@ impl Application {
         let vault = Arc::new(VaultService::new(VaultDeps {
             store: store.clone(),
             workspaces: workspaces.clone(),
-            embeddings: Embeddings::new(embedder.clone(), settings.query_cache_entries),
+            embeddings: Embeddings::new(embedder.clone(), settings.embedding.query_cache_entries),
             maintainer: maintainer.clone(),
             fetch: FetchPolicy {
-                allow_private: settings.fetch_allow_private,
-                timeout: Duration::from_secs(settings.fetch_timeout_secs.max(1)),
-                max_redirects: settings.fetch_max_redirects,
-                max_bytes: settings.max_upload_bytes,
+                allow_private: settings.vault.fetch_allow_private,
+                timeout: Duration::from_secs(settings.vault.fetch_timeout_secs.max(1)),
+                max_redirects: settings.vault.fetch_max_redirects,
+                max_bytes: settings.vault.max_upload_bytes,
             },
-            max_upload_bytes: settings.max_upload_bytes,
-            fusion: settings.vault_search_fusion,
-            semantic_weight: settings.vault_search_semantic_weight,
-            fact_weight: settings.vault_search_fact_weight,
-            chunk_pieces: settings.vault_chunk_pieces,
-            extractor: match settings.llm_url.as_deref().filter(|u| !u.trim().is_empty()) {
+            max_upload_bytes: settings.vault.max_upload_bytes,
+            fusion: settings.vault.search_fusion,
+            semantic_weight: settings.vault.search_semantic_weight,
+            fact_weight: settings.vault.search_fact_weight,
+            chunk_pieces: settings.vault.chunk_pieces,
+            extractor: match settings
+                .llm
+                .url
+                .as_ref()
+                .map(ServiceUrl::expose)
+                .filter(|u| !u.trim().is_empty())
+            {
                 Some(url) => Arc::new(LlmExtractor {
-                    chat: ChatClient::new(url, &settings.llm_model, settings.llm_key.clone())?,
+                    chat: ChatClient::new(url, &settings.llm.model, exposed(&settings.llm.key))?,
                 }),
                 None => Arc::new(OfflineExtractor),
             },
@@ -321,21 +344,25 @@ impl Application {
         })?);
         let mut engines = vault.pipeline_engines();
         engines.faults = overrides.pipeline_faults;
-        let stale_after = Duration::from_millis(settings.ingest_stale_ms.max(1));
+        let stale_after = Duration::from_millis(settings.vault.ingest_stale_ms.max(1));
         let ingestion = Ingestion::new(
             engines,
             PipelineConfig {
-                max_documents: settings.ingest_max_documents.max(1),
-                max_documents_per_workspace: settings.ingest_max_documents_per_workspace.max(1),
+                max_documents: settings.vault.ingest_max_documents.max(1),
+                max_documents_per_workspace: settings
+                    .vault
+                    .ingest_max_documents_per_workspace
+                    .max(1),
                 max_text_bytes: settings
+                    .vault
                     .ingest_max_text_mb
                     .max(1)
                     .saturating_mul(1024 * 1024),
-                max_chunks: settings.ingest_max_chunks.max(1),
-                max_facts: settings.ingest_max_facts,
-                max_attempts: settings.ingest_max_attempts.max(1),
-                backoff_base: Duration::from_millis(settings.ingest_backoff_ms),
-                backoff_cap: Duration::from_millis(settings.ingest_backoff_cap_ms),
+                max_chunks: settings.vault.ingest_max_chunks.max(1),
+                max_facts: settings.vault.ingest_max_facts,
+                max_attempts: settings.vault.ingest_max_attempts.max(1),
+                backoff_base: Duration::from_millis(settings.vault.ingest_backoff_ms),
+                backoff_cap: Duration::from_millis(settings.vault.ingest_backoff_cap_ms),
                 stale_after,
                 check_every: (stale_after / 4)
                     .clamp(Duration::from_millis(10), Duration::from_secs(5)),
@@ -384,10 +411,10 @@ impl Application {
                 "purge",
                 Arc::new(crate::services::erasure::Purger::new(
                     store.clone(),
-                    settings.deleted_retention_days,
+                    settings.storage.deleted_retention_days,
                     cluster.clone(),
                 )),
-                Duration::from_secs(settings.purge_interval_secs.max(1)),
+                Duration::from_secs(settings.storage.purge_interval_secs.max(1)),
             ),
         ));
         if let Some(cluster) = &cluster {
@@ -443,7 +470,7 @@ impl Application {
             tracing::info!(documents = resumed, "unfinished documents resumed");
         }
 
-        let public_url = match settings.public_url.as_deref().map(str::trim) {
+        let public_url = match settings.server.public_url.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(raw) => Some(
                 url::Url::parse(raw).with_context(|| format!("public_url '{raw}' is not a URL"))?,
@@ -463,7 +490,7 @@ impl Application {
             provider,
             settings.plan_table(),
             webhook_secret,
-            settings.billing_webhook_tolerance_secs,
+            settings.billing.webhook_tolerance_secs,
         ));
         // A cluster node announces key and plan changes, and applies the others'.
         let listening = cluster.as_ref().map(|cluster| {
@@ -478,19 +505,20 @@ impl Application {
             liveness: liveness.clone(),
             oauth: OAuthService::new(store.clone(), accounts.doors()),
             uploads: Arc::new(tokio::sync::Semaphore::new(
-                settings.http.max_uploads.max(1),
+                settings.server.http.max_uploads.max(1),
             )),
             metrics: http::MetricsState {
                 metrics,
                 token: settings
+                    .server
                     .metrics_token
-                    .as_deref()
-                    .map(str::trim)
+                    .as_ref()
+                    .map(|t| t.expose().trim())
                     .filter(|t| !t.is_empty())
                     .map(str::to_string),
             },
             client_addr: http::extract::AddressSource::new(
-                settings.http.trusted_proxy_header.as_deref(),
+                settings.server.http.trusted_proxy_header.as_deref(),
             )?,
             billing,
             accounts,
@@ -508,15 +536,17 @@ impl Application {
                     cluster.clone(),
                     &node.secret,
                     Duration::from_secs(settings.cluster.forward_timeout_secs.max(1)),
-                    Duration::from_secs(settings.http.body_timeout_secs.max(1)),
-                    settings.max_body_bytes,
+                    Duration::from_secs(settings.server.http.body_timeout_secs.max(1)),
+                    settings.server.max_body_bytes,
                 )?),
                 _ => None,
             },
             web: WebConfig {
                 public_url,
-                session_max_age_secs: chrono::Duration::days(settings.session_ttl_days as i64)
-                    .num_seconds(),
+                session_max_age_secs: chrono::Duration::days(
+                    settings.accounts.session_ttl_days as i64,
+                )
+                .num_seconds(),
             },
         };
         let mcp_shutdown = CancellationToken::new();
@@ -528,16 +558,18 @@ impl Application {
         let router = http::app(
             state,
             http::BodyLimits {
-                max_body_bytes: settings.max_body_bytes,
-                max_upload_bytes: settings.max_upload_bytes,
-                body_timeout: Duration::from_secs(settings.http.body_timeout_secs.max(1)),
-                upload_timeout: Duration::from_secs(settings.http.upload_timeout_secs.max(1)),
+                max_body_bytes: settings.server.max_body_bytes,
+                max_upload_bytes: settings.vault.max_upload_bytes,
+                body_timeout: Duration::from_secs(settings.server.http.body_timeout_secs.max(1)),
+                upload_timeout: Duration::from_secs(
+                    settings.server.http.upload_timeout_secs.max(1),
+                ),
             },
             extra,
         );
-        let listener = TcpListener::bind(settings.listen)
+        let listener = TcpListener::bind(settings.server.listen)
             .await
-            .with_context(|| format!("cannot listen on {}", settings.listen))?;
+            .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
 
         if store.workspace_count().await? == 0 {
             tracing::warn!(
@@ -548,9 +580,11 @@ impl Application {
         Ok(Application {
             liveness,
             serve_limits: http::serve::ServeLimits {
-                header_timeout: Duration::from_secs(settings.http.header_timeout_secs.max(1)),
-                idle_timeout: Duration::from_secs(settings.http.idle_timeout_secs.max(1)),
-                max_connections: settings.http.max_connections.max(1),
+                header_timeout: Duration::from_secs(
+                    settings.server.http.header_timeout_secs.max(1),
+                ),
+                idle_timeout: Duration::from_secs(settings.server.http.idle_timeout_secs.max(1)),
+                max_connections: settings.server.http.max_connections.max(1),
             },
             listener,
             router,
@@ -716,7 +750,7 @@ fn supervised(
 }
 
 fn restart_policy(settings: &Settings) -> RestartPolicy {
-    let s = &settings.supervision;
+    let s = &settings.server.supervision;
     RestartPolicy {
         backoff_base: Duration::from_millis(s.restart_backoff_ms.max(1)),
         backoff_cap: Duration::from_millis(
@@ -733,12 +767,11 @@ pub fn billing_provider(
     settings: &Settings,
     store: Arc<dyn Store>,
 ) -> anyhow::Result<(Arc<dyn BillingProvider>, Option<WebhookSecret>)> {
-    match settings.billing_provider {
+    match settings.billing.provider {
         BillingKind::Local => Ok((Arc::new(LocalProvider::new(store)), None)),
         BillingKind::Hosted => {
-            let required = |name: &str, value: &Option<String>| -> anyhow::Result<String> {
+            let required = |name: &str, value: Option<&str>| -> anyhow::Result<String> {
                 value
-                    .as_deref()
                     .map(str::trim)
                     .filter(|v| !v.is_empty())
                     .map(str::to_string)
@@ -749,14 +782,20 @@ pub fn billing_provider(
                         )
                     })
             };
-            let base_url = required("billing_url", &settings.billing_url)?;
+            let base_url = required("billing_url", settings.billing.url.as_deref())?;
             url::Url::parse(&base_url)
                 .with_context(|| format!("billing_url '{base_url}' is not a URL"))?;
-            let api_key = required("billing_key", &settings.billing_key)?;
-            let secret = required("billing_webhook_secret", &settings.billing_webhook_secret)?;
+            let api_key = required(
+                "billing_key",
+                settings.billing.key.as_ref().map(Secret::expose),
+            )?;
+            let secret = required(
+                "billing_webhook_secret",
+                settings.billing.webhook_secret.as_ref().map(Secret::expose),
+            )?;
             let secret = WebhookSecret::parse(&secret)
                 .map_err(|e| anyhow::anyhow!("billing_webhook_secret: {e}"))?;
-            let products = &settings.billing_products;
+            let products = &settings.billing.products;
             if products.hobby.is_none() && products.pro.is_none() && products.ultimate.is_none() {
                 anyhow::bail!(
                     "billing_provider is hosted but no billing_products are set \
@@ -779,11 +818,12 @@ pub fn billing_provider(
 /// (a deployment behind another name sets `public_url`).
 pub fn mcp_settings(settings: &Settings) -> McpSettings {
     let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-    let ip = settings.listen.ip();
+    let ip = settings.server.listen.ip();
     if !ip.is_unspecified() && !ip.is_loopback() {
         allowed_hosts.push(ip.to_string());
     }
     if let Some(host) = settings
+        .server
         .public_url
         .as_deref()
         .and_then(|raw| url::Url::parse(raw.trim()).ok())
@@ -794,17 +834,21 @@ pub fn mcp_settings(settings: &Settings) -> McpSettings {
     McpSettings {
         allowed_hosts,
         // A JSON-RPC envelope around a body the REST API would accept.
-        max_body_bytes: settings.max_body_bytes + 16 * 1024,
+        max_body_bytes: settings.server.max_body_bytes + 16 * 1024,
     }
 }
 
 /// The accounts settings.
 pub fn accounts_config(settings: &Settings) -> AccountsConfig {
     AccountsConfig {
-        session_ttl: chrono::Duration::days(settings.session_ttl_days.clamp(1, 3650) as i64),
-        invitation_ttl: chrono::Duration::days(settings.invitation_ttl_days.clamp(1, 365) as i64),
-        password_memory_kib: settings.password_memory_kib,
-        abuse: settings.abuse.clone(),
+        session_ttl: chrono::Duration::days(
+            settings.accounts.session_ttl_days.clamp(1, 3650) as i64
+        ),
+        invitation_ttl: chrono::Duration::days(
+            settings.accounts.invitation_ttl_days.clamp(1, 365) as i64
+        ),
+        password_memory_kib: settings.accounts.password_memory_kib,
+        abuse: settings.accounts.abuse.clone(),
     }
 }
 
@@ -844,11 +888,11 @@ pub async fn shutdown_signal() {
 /// How the document workers start, from the settings. A worker directory left by a server that
 /// was killed is removed here (each worker removes its own when it ends).
 fn workers_config(settings: &Settings) -> anyhow::Result<WorkersConfig> {
-    let worker = &settings.worker;
+    let worker = &settings.vault.worker;
     let dir = worker
         .dir
         .clone()
-        .unwrap_or_else(|| settings.data_dir.join("workers"));
+        .unwrap_or_else(|| settings.storage.data_dir.join("workers"));
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             if entry.file_name().to_string_lossy().starts_with("worker-") {
@@ -873,13 +917,14 @@ fn workers_config(settings: &Settings) -> anyhow::Result<WorkersConfig> {
         parse_limits: ParseLimits {
             // The parsers stop at the text a document may hand to chunking.
             max_text_bytes: settings
+                .vault
                 .ingest_max_text_mb
                 .max(1)
                 .saturating_mul(MB as usize),
             ..ParseLimits::default()
         },
-        ocr_language: settings.ocr_language.clone(),
-        ocr_data_dir: settings.ocr_data_dir.clone(),
+        ocr_language: settings.vault.ocr_language.clone(),
+        ocr_data_dir: settings.vault.ocr_data_dir.clone(),
         confine: worker.confine,
         faults: worker.test_faults,
         warm: worker.warm,

@@ -53,8 +53,10 @@ impl Database {
 
     pub fn configure(&self, settings: &mut Settings) {
         match self {
-            Database::Sqlite(dir) => settings.data_dir = dir.path().to_path_buf(),
-            Database::Postgres { url, .. } => settings.database_url = Some(url.clone()),
+            Database::Sqlite(dir) => settings.storage.data_dir = dir.path().to_path_buf(),
+            Database::Postgres { url, .. } => {
+                settings.storage.database_url = Some(memvault::config::ServiceUrl::new(url.clone()))
+            }
         }
     }
 

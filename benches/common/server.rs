@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use memvault::config::{EmbeddingPrecision, MemoryLimits, Settings, Switch, WorkerSettings};
+use memvault::config::{EmbeddingPrecision, MemoryLimits, Settings, Switch};
 use memvault::model::Workspace;
 use memvault::services::AccountsService;
 use memvault::startup::Application;
@@ -18,28 +18,22 @@ pub const NO_MEMORY_LIMIT: u64 = 10_000_000;
 /// `settings` for a benchmark server: port 0 on 127.0.0.1, rate limits off, every plan's memory
 /// limit at [`NO_MEMORY_LIMIT`], document workers started from the memvault binary Cargo built
 /// (the benchmark's own executable is not memvault).
-pub fn bench_settings(settings: Settings) -> Settings {
-    let worker = WorkerSettings {
-        program: Some(env!("CARGO_BIN_EXE_memvault").into()),
-        ..settings.worker.clone()
+pub fn bench_settings(mut settings: Settings) -> Settings {
+    settings.vault.worker.program = Some(env!("CARGO_BIN_EXE_memvault").into());
+    settings.server.listen = ([127, 0, 0, 1], 0).into();
+    settings.accounts.rate_limits = Switch::Off;
+    settings.accounts.memory_limits = MemoryLimits {
+        free: NO_MEMORY_LIMIT,
+        hobby: NO_MEMORY_LIMIT,
+        pro: NO_MEMORY_LIMIT,
+        ultimate: NO_MEMORY_LIMIT,
     };
-    Settings {
-        worker,
-        listen: ([127, 0, 0, 1], 0).into(),
-        rate_limits: Switch::Off,
-        memory_limits: MemoryLimits {
-            free: NO_MEMORY_LIMIT,
-            hobby: NO_MEMORY_LIMIT,
-            pro: NO_MEMORY_LIMIT,
-            ultimate: NO_MEMORY_LIMIT,
-        },
-        ..settings
-    }
+    settings
 }
 
 /// How the local model multiplies under `settings` on this CPU, for a report.
 pub fn model_precision(settings: &Settings) -> &'static str {
-    match settings.embedding_precision {
+    match settings.embedding.precision {
         EmbeddingPrecision::F32 => "f32 products",
         EmbeddingPrecision::Bf16 if memvault::embedding::bf16_amx_supported() => {
             "bfloat16 products (AMX tiles)"

@@ -370,7 +370,9 @@ mod tests {
             MAX_EXPLANATION_CHARS, MAX_FACT_CHARS, MAX_TITLE_CHARS, MAX_VAULT_NAME_CHARS,
         };
         let d = doc();
-        let content = crate::config::Settings::default().max_content_chars;
+        let content = crate::config::Settings::default()
+            .memories
+            .max_content_chars;
         for (schema, name, key, expected) in [
             ("CreateMemory", "content", "maxLength", content as i64),
             ("CreateMemory", "scope", "maxLength", MAX_SCOPE_CHARS as i64),

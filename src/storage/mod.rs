@@ -219,7 +219,7 @@ pub async fn connect_node(
         let options =
             PgConnectOptions::from_str(&url)?.options([("plan_cache_mode", "force_custom_plan")]);
         let pool = PgPoolOptions::new()
-            .max_connections(settings.db_max_connections)
+            .max_connections(settings.storage.max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
@@ -254,7 +254,7 @@ pub async fn connect_node(
             // (erasure; the write-ahead log is truncated after one: `ErasureStore::scrub`).
             .pragma("secure_delete", "ON")
             .busy_timeout(Duration::from_secs(10))
-            .synchronous(match settings.sqlite_synchronous {
+            .synchronous(match settings.storage.sqlite_synchronous {
                 SqliteSync::Normal => SqliteSynchronous::Normal,
                 SqliteSync::Full => SqliteSynchronous::Full,
             });
@@ -270,7 +270,7 @@ pub async fn connect_node(
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
         let readers = SqlitePoolOptions::new()
-            .max_connections(settings.db_max_connections)
+            .max_connections(settings.storage.max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.read_only(true))
             .await?;

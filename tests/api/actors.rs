@@ -126,7 +126,7 @@ async fn a_plan_change_applies_to_the_next_request() {
 
 #[tokio::test]
 async fn rate_limits_off_means_no_limit_and_no_headers() {
-    let app = spawn_app_with(|s| s.rate_limits = Switch::Off).await;
+    let app = spawn_app_with(|s| s.accounts.rate_limits = Switch::Off).await;
     for i in 0..40 {
         let response = app
             .send_json(
@@ -143,8 +143,8 @@ async fn rate_limits_off_means_no_limit_and_no_headers() {
 #[tokio::test]
 async fn concurrent_saves_never_overshoot_the_memory_limit() {
     let app = spawn_app_with(|s| {
-        s.rate_limits = Switch::Off;
-        s.memory_limits.free = 5;
+        s.accounts.rate_limits = Switch::Off;
+        s.accounts.memory_limits.free = 5;
     })
     .await;
     let tasks: Vec<_> = (0..25)
@@ -218,8 +218,8 @@ async fn concurrent_saves_never_overshoot_the_memory_limit() {
 #[tokio::test]
 async fn the_memory_count_survives_an_actor_restart() {
     let app = spawn_app_with(|s| {
-        s.rate_limits = Switch::Off;
-        s.memory_limits.free = 3;
+        s.accounts.rate_limits = Switch::Off;
+        s.accounts.memory_limits.free = 3;
     })
     .await;
     for i in 0..3 {

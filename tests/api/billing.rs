@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use axum::routing::{patch, post};
 use axum::{Json, Router};
 use memvault::billing::signature::WebhookSecret;
-use memvault::config::{BillingKind, BillingProducts};
+use memvault::config::{BillingKind, BillingProducts, Secret};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -437,11 +437,11 @@ async fn fake_provider() -> (String, Fake) {
 async fn hosted_app(provider_url: &str) -> TestApp {
     let provider_url = provider_url.to_string();
     spawn_app_with(move |s| {
-        s.billing_provider = BillingKind::Hosted;
-        s.billing_url = Some(provider_url);
-        s.billing_key = Some("sk_test_memvault".to_string());
-        s.billing_webhook_secret = Some(SECRET.to_string());
-        s.billing_products = BillingProducts {
+        s.billing.provider = BillingKind::Hosted;
+        s.billing.url = Some(provider_url);
+        s.billing.key = Some(Secret::new("sk_test_memvault"));
+        s.billing.webhook_secret = Some(Secret::new(SECRET));
+        s.billing.products = BillingProducts {
             hobby: Some("prod_hobby".to_string()),
             pro: Some("prod_pro".to_string()),
             ultimate: Some("prod_ultimate".to_string()),

@@ -45,8 +45,8 @@ fn corpus_dir() -> Option<PathBuf> {
 async fn every_real_document_reaches_completed_with_chunks_and_citations() {
     let Some(dir) = corpus_dir() else { return };
     let app = spawn_app_with(|s| {
-        s.max_upload_bytes = 50 * 1024 * 1024;
-        s.rate_limits = memvault::config::Switch::Off;
+        s.vault.max_upload_bytes = 50 * 1024 * 1024;
+        s.accounts.rate_limits = memvault::config::Switch::Off;
     })
     .await;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -112,11 +112,11 @@ async fn three_hundred_parallel_sign_ups_from_one_address_are_mostly_refused_in_
 #[tokio::test]
 async fn sign_up_and_sign_in_are_limited_per_address_and_per_account_behind_a_trusted_proxy() {
     let app = spawn_app_with(|s| {
-        s.http.trusted_proxy_header = Some("X-Forwarded-For".to_string());
-        s.abuse.sign_up_per_address_per_hour = 2;
-        s.abuse.sign_up_per_email_per_hour = 2;
-        s.abuse.sign_in_per_address_per_minute = 3;
-        s.abuse.sign_in_per_email_per_hour = 4;
+        s.server.http.trusted_proxy_header = Some("X-Forwarded-For".to_string());
+        s.accounts.abuse.sign_up_per_address_per_hour = 2;
+        s.accounts.abuse.sign_up_per_email_per_hour = 2;
+        s.accounts.abuse.sign_in_per_address_per_minute = 3;
+        s.accounts.abuse.sign_in_per_email_per_hour = 4;
     })
     .await;
     // Per address: the proxy's last entry is the client; what the client wrote before it is
@@ -188,7 +188,7 @@ async fn sign_up_and_sign_in_are_limited_per_address_and_per_account_behind_a_tr
 
 #[tokio::test]
 async fn without_a_trusted_proxy_header_forwarded_addresses_are_ignored() {
-    let app = spawn_app_with(|s| s.abuse.sign_up_per_address_per_hour = 1).await;
+    let app = spawn_app_with(|s| s.accounts.abuse.sign_up_per_address_per_hour = 1).await;
     assert_eq!(
         sign_up_as(&app, "b1@example.com", Some("203.0.113.1"))
             .await
@@ -203,8 +203,8 @@ async fn without_a_trusted_proxy_header_forwarded_addresses_are_ignored() {
 #[tokio::test]
 async fn concurrent_password_hashes_are_capped_and_the_excess_is_told_to_retry() {
     let app = spawn_app_with(|s| {
-        s.abuse.password_hashes = 1;
-        s.abuse.password_hash_wait_ms = 0;
+        s.accounts.abuse.password_hashes = 1;
+        s.accounts.abuse.password_hash_wait_ms = 0;
     })
     .await;
     let attempts = (0..8).map(|i| sign_up_as_status(&app, i));
@@ -238,9 +238,9 @@ async fn sign_up_as_status(app: &TestApp, i: usize) -> (u16, Value) {
 #[tokio::test]
 async fn workspaces_invitations_and_oauth_registrations_are_limited() {
     let app = spawn_app_with(|s| {
-        s.abuse.workspaces_per_user_per_day = 2;
-        s.abuse.invitations_per_workspace_per_day = 2;
-        s.abuse.oauth_registrations_per_address_per_hour = 2;
+        s.accounts.abuse.workspaces_per_user_per_day = 2;
+        s.accounts.abuse.invitations_per_workspace_per_day = 2;
+        s.accounts.abuse.oauth_registrations_per_address_per_hour = 2;
     })
     .await;
     let user = app.sign_up("maker@example.com").await;
@@ -690,7 +690,7 @@ async fn a_vault_document_is_invisible_from_another_scope_in_rest_and_mcp() {
 
 #[tokio::test]
 async fn every_internal_spelling_of_a_url_is_refused_naming_url() {
-    let app = spawn_app_with(|s| s.fetch_allow_private = false).await;
+    let app = spawn_app_with(|s| s.vault.fetch_allow_private = false).await;
     for url in [
         "http://127.0.0.1:9/x",
         "http://localhost:9/x",
@@ -728,7 +728,7 @@ async fn every_internal_spelling_of_a_url_is_refused_naming_url() {
 
 #[tokio::test]
 async fn a_client_sending_headers_a_byte_a_second_is_cut_off_while_others_are_served() {
-    let app = spawn_app_with(|s| s.http.header_timeout_secs = 2).await;
+    let app = spawn_app_with(|s| s.server.http.header_timeout_secs = 2).await;
     let host = app.address.trim_start_matches("http://").to_string();
     let slow = std::thread::spawn(move || {
         let mut stream = TcpStream::connect(&host).unwrap();
@@ -765,8 +765,8 @@ async fn a_client_sending_headers_a_byte_a_second_is_cut_off_while_others_are_se
 #[tokio::test]
 async fn a_body_that_does_not_arrive_is_answered_408_and_idle_connections_close() {
     let app = spawn_app_with(|s| {
-        s.http.body_timeout_secs = 1;
-        s.http.idle_timeout_secs = 2;
+        s.server.http.body_timeout_secs = 1;
+        s.server.http.idle_timeout_secs = 2;
     })
     .await;
     let host = app.address.trim_start_matches("http://").to_string();
@@ -819,9 +819,9 @@ async fn a_body_that_does_not_arrive_is_answered_408_and_idle_connections_close(
 #[tokio::test]
 async fn connections_past_the_cap_wait_until_one_is_free() {
     let app = spawn_app_with(|s| {
-        s.http.max_connections = 2;
-        s.http.header_timeout_secs = 30;
-        s.http.idle_timeout_secs = 30;
+        s.server.http.max_connections = 2;
+        s.server.http.header_timeout_secs = 30;
+        s.server.http.idle_timeout_secs = 30;
     })
     .await;
     let host = app.address.trim_start_matches("http://").to_string();
@@ -975,7 +975,7 @@ async fn small_upload(app: &TestApp) -> reqwest::Response {
 #[tokio::test]
 async fn uploads_past_the_concurrent_cap_are_told_to_retry() {
     use tokio::io::AsyncWriteExt;
-    let app = spawn_app_with(|s| s.http.max_uploads = 1).await;
+    let app = spawn_app_with(|s| s.server.http.max_uploads = 1).await;
     let host = app.address.trim_start_matches("http://").to_string();
     // One upload holds the only slot: its body trickles in.
     let mut holder = tokio::net::TcpStream::connect(&host).await.unwrap();

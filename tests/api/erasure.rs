@@ -489,9 +489,9 @@ async fn only_owners_and_admins_erase_a_scope() {
 #[tokio::test]
 async fn deleted_content_is_purged_after_the_retention_across_a_restart() {
     let app = spawn_app_with(|settings| {
-        settings.deleted_retention_days = 0;
+        settings.storage.deleted_retention_days = 0;
         // Only the round at start-up runs during the test.
-        settings.purge_interval_secs = 3_600;
+        settings.storage.purge_interval_secs = 3_600;
     })
     .await;
     let own = marker("zqxpurge");

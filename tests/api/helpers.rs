@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
-use memvault::config::{AbuseLimits, LogFormat, Settings, Switch, WorkerSettings};
+use memvault::config::{AbuseLimits, LogFormat, ServiceUrl, Settings, Switch, WorkerSettings};
 use memvault::embedding::{EmbedError, Embedder, LocalEmbedder};
 use memvault::http::AppState;
 use memvault::model::Plan;
@@ -97,7 +97,7 @@ pub fn shared_embedder(settings: &Settings) -> Arc<dyn Embedder> {
     MODEL
         .get_or_init(|| {
             Arc::new(
-                LocalEmbedder::load(&settings.embedding_model_dir, settings.embedding_precision)
+                LocalEmbedder::load(&settings.embedding.model_dir, settings.embedding.precision)
                     .expect("the embedding model (run scripts/install-model.sh)"),
             )
         })
@@ -132,39 +132,38 @@ impl Embedder for Switchable {
 pub fn test_settings(db: &TestDb) -> Settings {
     let level = std::env::var("TEST_LOG").unwrap_or_else(|_| "off".to_string());
     memvault::telemetry::init(LogFormat::Text, &level);
-    Settings {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        database_url: Some(db.url.clone()),
-        rate_limits: Switch::On,
-        log_level: level,
-        db_max_connections: 5,
-        // Tests fetch URL documents from servers on loopback.
-        fetch_allow_private: true,
-        ingest_backoff_ms: 20,
-        ingest_backoff_cap_ms: 200,
-        // Many tests sign up and sign in many users from 127.0.0.1; the abuse tests
-        // (tests/api/edges.rs) set the limits they prove.
-        abuse: AbuseLimits {
-            sign_up_per_address_per_hour: 10_000,
-            sign_up_per_email_per_hour: 10_000,
-            sign_in_per_address_per_minute: 10_000,
-            sign_in_per_email_per_hour: 10_000,
-            workspaces_per_user_per_day: 10_000,
-            oauth_registrations_per_address_per_hour: 10_000,
-            invitations_per_workspace_per_day: 10_000,
-            password_hash_wait_ms: 60_000,
-            ..AbuseLimits::default()
-        },
-        worker: WorkerSettings {
-            // The test binary is not memvault: workers are the memvault binary Cargo built.
-            program: Some(PathBuf::from(env!("CARGO_BIN_EXE_memvault"))),
-            dir: Some(db.work.path().join("workers")),
-            // The hostile-input and chaos tests make workers misbehave on purpose.
-            test_faults: true,
-            ..WorkerSettings::default()
-        },
-        ..Settings::default()
-    }
+    let mut settings = Settings::default();
+    settings.server.listen = "127.0.0.1:0".parse().unwrap();
+    settings.server.log_level = level;
+    settings.storage.database_url = Some(ServiceUrl::new(db.url.clone()));
+    settings.storage.max_connections = 5;
+    settings.accounts.rate_limits = Switch::On;
+    // Tests fetch URL documents from servers on loopback.
+    settings.vault.fetch_allow_private = true;
+    settings.vault.ingest_backoff_ms = 20;
+    settings.vault.ingest_backoff_cap_ms = 200;
+    // Many tests sign up and sign in many users from 127.0.0.1; the abuse tests
+    // (tests/api/edges.rs) set the limits they prove.
+    settings.accounts.abuse = AbuseLimits {
+        sign_up_per_address_per_hour: 10_000,
+        sign_up_per_email_per_hour: 10_000,
+        sign_in_per_address_per_minute: 10_000,
+        sign_in_per_email_per_hour: 10_000,
+        workspaces_per_user_per_day: 10_000,
+        oauth_registrations_per_address_per_hour: 10_000,
+        invitations_per_workspace_per_day: 10_000,
+        password_hash_wait_ms: 60_000,
+        ..AbuseLimits::default()
+    };
+    settings.vault.worker = WorkerSettings {
+        // The test binary is not memvault: workers are the memvault binary Cargo built.
+        program: Some(PathBuf::from(env!("CARGO_BIN_EXE_memvault"))),
+        dir: Some(db.work.path().join("workers")),
+        // The hostile-input and chaos tests make workers misbehave on purpose.
+        test_faults: true,
+        ..WorkerSettings::default()
+    };
+    settings
 }
 
 pub struct TestApp {

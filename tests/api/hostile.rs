@@ -139,11 +139,11 @@ async fn hostile(app: &TestApp, name: &str, bytes: Vec<u8>, names: &[&str]) {
 
 /// Limits small enough that the faults that burn CPU or time end quickly.
 fn quick_limits(settings: &mut memvault::config::Settings) {
-    settings.worker.cpu_secs = 3;
-    settings.worker.deadline_secs = 8;
-    settings.worker.memory_mb = 512;
-    settings.worker.output_mb = 16;
-    settings.ingest_max_attempts = 2;
+    settings.vault.worker.cpu_secs = 3;
+    settings.vault.worker.deadline_secs = 8;
+    settings.vault.worker.memory_mb = 512;
+    settings.vault.worker.output_mb = 16;
+    settings.vault.ingest_max_attempts = 2;
 }
 
 #[tokio::test]
@@ -240,7 +240,9 @@ async fn workers_that_crash_hoard_spin_sleep_or_flood_end_with_the_limit_named()
 #[tokio::test]
 async fn a_worker_has_no_network_no_files_outside_its_directory_and_no_secrets() {
     let app = spawn_app_with(|s| {
-        s.llm_key = Some("sk-secret-that-must-not-leak".to_string());
+        s.llm.key = Some(memvault::config::Secret::new(
+            "sk-secret-that-must-not-leak",
+        ));
     })
     .await;
     let id = upload_as(
@@ -264,12 +266,12 @@ async fn a_worker_has_no_network_no_files_outside_its_directory_and_no_secrets()
     assert!(!report.contains("DATABASE_URL"), "{report}");
     // Each worker's directory is gone after it: what is left belongs to the warm workers
     // waiting for a request, and holds nothing.
-    let workers = app.settings.worker.dir.clone().unwrap();
+    let workers = app.settings.vault.worker.dir.clone().unwrap();
     let left: Vec<_> = std::fs::read_dir(&workers)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(
-        left.len() <= app.settings.worker.warm,
+        left.len() <= app.settings.vault.worker.warm,
         "worker directories left: {left:?}"
     );
     for dir in &left {
@@ -282,7 +284,7 @@ async fn a_worker_has_no_network_no_files_outside_its_directory_and_no_secrets()
 async fn one_workspace_with_many_slow_documents_cannot_hold_every_slot() {
     let app = spawn_app_with(|s| {
         quick_limits(s);
-        s.worker.deadline_secs = 30;
+        s.vault.worker.deadline_secs = 30;
     })
     .await;
     // Ten documents whose workers each hold a slot until their deadline.
@@ -369,11 +371,11 @@ fn document(n: usize) -> (String, Vec<u8>) {
 #[tokio::test]
 async fn workers_killed_at_random_moments_never_leave_a_document_processing() {
     let app = spawn_app_with(|s| {
-        s.ingest_max_attempts = 3;
-        s.ingest_max_documents_per_workspace = 3;
+        s.vault.ingest_max_attempts = 3;
+        s.vault.ingest_max_documents_per_workspace = 3;
     })
     .await;
-    let workers = app.settings.worker.dir.clone().unwrap();
+    let workers = app.settings.vault.worker.dir.clone().unwrap();
     let mut ids = Vec::new();
     let mut kills = 0;
     // A fixed seed: the same moments on every run.

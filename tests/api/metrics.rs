@@ -179,7 +179,10 @@ async fn a_scripted_workload_shows_in_every_family() {
 
 #[tokio::test]
 async fn metrics_can_require_a_token() {
-    let app = spawn_app_with(|s| s.metrics_token = Some("scrape-me".to_string())).await;
+    let app = spawn_app_with(|s| {
+        s.server.metrics_token = Some(memvault::config::Secret::new("scrape-me"))
+    })
+    .await;
     let refused = app.get("/metrics").await;
     assert_eq!(refused.status(), 401);
     let wrong = app
@@ -255,7 +258,7 @@ async fn the_grafana_dashboard_queries_only_exported_metrics() {
 
 #[tokio::test]
 async fn saves_and_refusals_are_counted_per_workspace_only_when_turned_on() {
-    let app = spawn_app_with(|s| s.metrics_per_workspace = true).await;
+    let app = spawn_app_with(|s| s.server.metrics_per_workspace = true).await;
     for content in [
         "The boiler is serviced in May",
         "The boiler is serviced in May",

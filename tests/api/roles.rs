@@ -23,8 +23,8 @@ use crate::helpers::{json_of, spawn_app_with, TestApp, TestUser};
 /// password hash (many sign-ups).
 async fn spawn() -> TestApp {
     spawn_app_with(|s| {
-        s.rate_limits = Switch::Off;
-        s.password_memory_kib = 8 * 1024;
+        s.accounts.rate_limits = Switch::Off;
+        s.accounts.password_memory_kib = 8 * 1024;
     })
     .await
 }

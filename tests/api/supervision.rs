@@ -31,8 +31,8 @@ const PARTS: [&str; 4] = [
 
 /// A restart backoff long enough for readiness to be seen down, short enough for a test.
 fn slow_restarts(settings: &mut memvault::config::Settings) {
-    settings.supervision.restart_backoff_ms = 500;
-    settings.supervision.restart_backoff_cap_ms = 500;
+    settings.server.supervision.restart_backoff_ms = 500;
+    settings.server.supervision.restart_backoff_cap_ms = 500;
 }
 
 async fn ready(app: &TestApp) -> (u16, Value) {
@@ -108,9 +108,9 @@ async fn work_in_flight_completes_across_restarts() {
     let db = crate::helpers::fresh_database().await;
     let mut settings = crate::helpers::test_settings(&db);
     slow_restarts(&mut settings);
-    settings.ingest_stale_ms = 600_000;
+    settings.vault.ingest_stale_ms = 600_000;
     // The test polls; a slow run must not meet the read limit.
-    settings.rate_limits = memvault::config::Switch::Off;
+    settings.accounts.rate_limits = memvault::config::Switch::Off;
     let app =
         crate::helpers::spawn_with_faults(db, settings, Some(Arc::new(FirstAttemptHangs))).await;
     let (status, accepted) = json_of(
@@ -181,8 +181,8 @@ async fn work_in_flight_completes_across_restarts() {
 #[tokio::test]
 async fn an_actor_that_keeps_dying_stops_the_server_with_an_error_naming_it() {
     let mut app = spawn_app_with(|settings| {
-        settings.supervision.restart_backoff_ms = 20;
-        settings.supervision.max_restarts = 1;
+        settings.server.supervision.restart_backoff_ms = 20;
+        settings.server.supervision.max_restarts = 1;
     })
     .await;
     kill(&app, "index_maintainer").await;

@@ -400,7 +400,7 @@ async fn a_chunk_ranks_by_its_best_cited_fact_when_the_fact_weight_says_so() {
     let relevance = |found: &Value, list: &str| found[list][0]["relevance"].as_f64().unwrap();
 
     // Fact weight 1: the passage is as close to the question as its closest cited fact.
-    let lifted = spawn_app_with(|s| s.vault_search_fact_weight = 1.0).await;
+    let lifted = spawn_app_with(|s| s.vault.search_fact_weight = 1.0).await;
     let id = add_text(&lifted, "Acme notes", DILUTED, json!({})).await;
     completed(&lifted, &id).await;
     let found = search(&lifted, q).await;
@@ -408,7 +408,7 @@ async fn a_chunk_ranks_by_its_best_cited_fact_when_the_fact_weight_says_so() {
     assert!((chunk - fact).abs() < 0.01, "chunk {chunk}, fact {fact}");
 
     // Fact weight 0: the passage keeps its own, lower similarity.
-    let plain = spawn_app_with(|s| s.vault_search_fact_weight = 0.0).await;
+    let plain = spawn_app_with(|s| s.vault.search_fact_weight = 0.0).await;
     let id = add_text(&plain, "Acme notes", DILUTED, json!({})).await;
     completed(&plain, &id).await;
     let found = search(&plain, q).await;
@@ -441,8 +441,8 @@ async fn a_long_chunk_is_read_at_its_best_piece_when_pieces_are_on() {
     let mut seen = Vec::new();
     for pieces in [true, false] {
         let app = spawn_app_with(|s| {
-            s.vault_chunk_pieces = pieces;
-            s.vault_search_fact_weight = 0.0;
+            s.vault.chunk_pieces = pieces;
+            s.vault.search_fact_weight = 0.0;
         })
         .await;
         let id = add_text(&app, "Building notes", LONG_PASSAGE, json!({})).await;
@@ -480,7 +480,7 @@ async fn keyword_search_does_not_embed_the_query() {
 
 #[tokio::test]
 async fn bad_files_end_with_a_clear_error_and_the_server_keeps_serving() {
-    let app = spawn_app_with(|s| s.max_upload_bytes = 64 * 1024).await;
+    let app = spawn_app_with(|s| s.vault.max_upload_bytes = 64 * 1024).await;
     // Refused at the door.
     let (status, json) = upload(&app, "empty.pdf", Vec::new(), &[]).await;
     assert_eq!(status, 400, "{json}");
@@ -687,7 +687,7 @@ async fn a_stale_phase_is_killed_and_respawned() {
     // Long enough that a phase doing real work (embedding on a loaded machine) is never taken
     // for a stale one; the hang is found a few seconds after it starts.
     let app = spawn_faulty(At::new(Phase::Extract, Fault::Hang, 1), |s| {
-        s.ingest_stale_ms = 3_000
+        s.vault.ingest_stale_ms = 3_000
     })
     .await;
     let id = add_text(&app, "Acme", FACTS, json!({})).await;
@@ -719,7 +719,7 @@ async fn after_the_last_attempt_a_document_fails_with_its_error() {
             Fault::Fail("injected parse outage".into()),
             100,
         ),
-        |s| s.ingest_max_attempts = 3,
+        |s| s.vault.ingest_max_attempts = 3,
     )
     .await;
     let id = add_text(&app, "Acme", FACTS, json!({})).await;
@@ -818,7 +818,7 @@ async fn assert_no_duplicates(app: &TestApp, id: &str) {
 async fn killing_each_phase_mid_work_never_duplicates_chunks_or_memories() {
     for phase in Phase::ALL {
         let app = spawn_faulty(At::new(phase, Fault::Hang, 1), |s| {
-            s.ingest_max_documents = 4
+            s.vault.ingest_max_documents = 4
         })
         .await;
         let mut ids = Vec::new();
@@ -1077,7 +1077,7 @@ async fn url_documents_are_fetched_and_internal_addresses_refused() {
     assert_eq!(found["chunks"][0]["sourceId"], id.as_str(), "{found}");
 
     // With the default policy, loopback is refused, and so are other schemes.
-    let strict = spawn_app_with(|s| s.fetch_allow_private = false).await;
+    let strict = spawn_app_with(|s| s.vault.fetch_allow_private = false).await;
     let response = strict
         .send_json(
             Method::POST,
