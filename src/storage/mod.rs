@@ -14,6 +14,7 @@ pub mod oauth;
 mod oauth_sql;
 mod sql;
 pub mod vault;
+mod vault_rows;
 mod vault_sql;
 
 use std::str::FromStr;
