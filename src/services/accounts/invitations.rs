@@ -76,12 +76,9 @@ impl AccountsService {
         workspace_id: &str,
         input: CreateInvitation,
     ) -> Result<InvitationCreated> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self
-            .gate
-            .enter(who, Some(workspace_id), Need::Manage)
+        let (workspace_id, _) = self
+            .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        self.admit(&caller, EndpointClass::Write).await?;
         let email = email(input.email.as_deref())?;
         let role = match input.role.as_deref() {
             None => Role::Member,
@@ -126,12 +123,9 @@ impl AccountsService {
         workspace_id: &str,
         invitation_id: &str,
     ) -> Result<Success> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self
-            .gate
-            .enter(who, Some(workspace_id), Need::Manage)
+        let (workspace_id, _) = self
+            .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        self.admit(&caller, EndpointClass::Write).await?;
         let id = path_id("invitation", invitation_id)?;
         if !self
             .store

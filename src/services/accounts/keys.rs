@@ -195,12 +195,9 @@ impl AccountsService {
 
     /// `GET /api/workspaces/{workspaceId}/api-keys`.
     pub async fn list_keys(&self, who: &Principal, workspace_id: &str) -> Result<ApiKeyList> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self
-            .gate
-            .enter(who, Some(workspace_id), Need::Manage)
+        let (workspace_id, _) = self
+            .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Read)
             .await?;
-        self.admit(&caller, EndpointClass::Read).await?;
         Ok(ApiKeyList {
             api_keys: self
                 .store
@@ -219,12 +216,9 @@ impl AccountsService {
         workspace_id: &str,
         input: CreateApiKey,
     ) -> Result<ApiKeyCreated> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self
-            .gate
-            .enter(who, Some(workspace_id), Need::Manage)
+        let (workspace_id, caller) = self
+            .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        self.admit(&caller, EndpointClass::Write).await?;
         let name = text("name", input.name.as_deref(), MAX_NAME_CHARS)?
             .ok_or_else(|| Error::validation("name", "is required"))?;
         let allowed: Vec<Role> = Role::ALL
@@ -266,12 +260,9 @@ impl AccountsService {
         workspace_id: &str,
         key_id: &str,
     ) -> Result<Success> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self
-            .gate
-            .enter(who, Some(workspace_id), Need::Manage)
+        let (workspace_id, _) = self
+            .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        self.admit(&caller, EndpointClass::Write).await?;
         let id = path_id("API key", key_id)?;
         if !self
             .store

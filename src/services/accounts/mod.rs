@@ -17,7 +17,7 @@ use super::abuse::Doors;
 use super::cluster::events::{ClusterEvent, Events};
 use super::{admit, Caller, Gate, Identity, Principal};
 use crate::error::{Error, Result};
-use crate::model::accounts::Role;
+use crate::model::accounts::{Need, Role};
 use crate::model::Source;
 use crate::storage::Store;
 
@@ -214,6 +214,21 @@ impl AccountsService {
                 "{what} needs a signed-in user (the session cookie); API keys cannot do it"
             ))),
         }
+    }
+
+    /// A request on the workspace named in the path: its id parsed, the caller's access to it
+    /// checked (`need`), and the request admitted by the workspace's actor (`class`).
+    async fn enter_workspace(
+        &self,
+        who: &Principal,
+        workspace_id: &str,
+        need: Need,
+        class: EndpointClass,
+    ) -> Result<(Uuid, Caller)> {
+        let workspace_id = path_id("workspace", workspace_id)?;
+        let caller = self.gate.enter(who, Some(workspace_id), need).await?;
+        self.admit(&caller, class).await?;
+        Ok((workspace_id, caller))
     }
 
     async fn admit(&self, caller: &Caller, class: EndpointClass) -> Result<()> {

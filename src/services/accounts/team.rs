@@ -89,9 +89,9 @@ pub struct ChangeRole {
 impl AccountsService {
     /// `GET /api/workspaces/{workspaceId}/team`.
     pub async fn team(&self, who: &Principal, workspace_id: &str) -> Result<Team> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self.gate.enter(who, Some(workspace_id), Need::Read).await?;
-        self.admit(&caller, EndpointClass::Read).await?;
+        let (workspace_id, caller) = self
+            .enter_workspace(who, workspace_id, Need::Read, EndpointClass::Read)
+            .await?;
         let members = self
             .store
             .members(workspace_id)
@@ -124,12 +124,9 @@ impl AccountsService {
         member_id: &str,
         input: ChangeRole,
     ) -> Result<MemberChanged> {
-        let workspace_id = path_id("workspace", workspace_id)?;
-        let caller = self
-            .gate
-            .enter(who, Some(workspace_id), Need::Manage)
+        let (workspace_id, caller) = self
+            .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        self.admit(&caller, EndpointClass::Write).await?;
         let member_id = path_id("member", member_id)?;
         let raw = input
             .role
