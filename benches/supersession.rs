@@ -8,17 +8,16 @@
 
 use std::path::Path;
 
-use memvault::text::supersession::{evaluate, judge_update, parse_pairs_jsonl};
+use memvault::text::supersession::{evaluate, judge_update, parse_pairs_jsonl, LabelledPair};
 
 fn report(name: &str, path: &Path) {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let pairs = parse_pairs_jsonl(&text);
-    let split = |holdout: Option<bool>| -> Vec<(String, String, bool)> {
+    let split = |holdout: Option<bool>| -> Vec<&LabelledPair> {
         pairs
             .iter()
-            .filter(|p| holdout.is_none_or(|h| p.3 == h))
-            .map(|p| (p.0.clone(), p.1.clone(), p.2))
+            .filter(|p| holdout.is_none_or(|h| p.holdout() == h))
             .collect()
     };
     for (label, subset) in [
@@ -29,18 +28,24 @@ fn report(name: &str, path: &Path) {
         if subset.is_empty() {
             continue;
         }
-        let (precision, recall, tp, fp, fneg, tn) = evaluate(&subset);
+        let e = evaluate(subset.iter().copied());
         println!(
-            "| {name} | {label} | {} | {precision:.3} | {recall:.3} | {tp} / {fp} / {fneg} / {tn} |",
-            subset.len()
+            "| {name} | {label} | {} | {:.3} | {:.3} | {} / {} / {} / {} |",
+            subset.len(),
+            e.precision,
+            e.recall,
+            e.true_positives,
+            e.false_positives,
+            e.false_negatives,
+            e.true_negatives
         );
     }
-    for (old, new, gold, _) in &pairs {
-        let verdict = judge_update(old, new);
-        if verdict.is_update != *gold {
+    for pair in &pairs {
+        let verdict = judge_update(&pair.old, &pair.new);
+        if verdict.is_update != pair.update {
             eprintln!(
-                "  miss ({name}): expected update={gold}: {old:?} -> {new:?} ({})",
-                verdict.reason
+                "  miss ({name}): expected update={}: {:?} -> {:?} ({})",
+                pair.update, pair.old, pair.new, verdict.reason
             );
         }
     }

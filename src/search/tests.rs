@@ -1,3 +1,6 @@
+//! Unit tests of the search engine: filters, feedback, fusion, documents read in pieces and
+//! lifted by parts, thread context, speakers named by a query.
+
 use super::*;
 
 fn doc(helpful: i64, not_helpful: i64, created_at: i64) -> Doc {

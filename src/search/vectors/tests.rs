@@ -1,3 +1,6 @@
+//! Unit tests of the vector segments: HNSW plus exact tail, folds, rebuilds and
+//! half-precision storage.
+
 use super::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

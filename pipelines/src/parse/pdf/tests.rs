@@ -1,3 +1,6 @@
+//! Unit tests of the PDF parser on PDFs built here: text and scanned pages, image filters and
+//! budgets, page-tree and reference loops, encryption.
+
 use lopdf::{dictionary, Stream};
 
 use super::*;

@@ -1,3 +1,6 @@
+//! Unit tests of the ingestion supervisor, with a store and engines in memory: phases walked,
+//! retried, failed, killed when stale, cancelled.
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 
