@@ -3,6 +3,8 @@
 //! Pure and std-only: the text is cut into lower-case words once (contractions expanded), and a
 //! fixed set of word-sequence cues is tried at each word, so the cost is linear in the text.
 
+use super::lexicon::{contracted_ending, contracted_word, IS_AFTER};
+
 /// One of `"preference"`, `"fact"`, `"decision"`, `"context"` for a short memory.
 ///
 /// The text is read as lower-case words: case does not matter, cues only match whole words
@@ -94,53 +96,15 @@ fn words(text: &str) -> Vec<String> {
 /// Pushes `word` with its contraction expanded ("we'll" -> "we", "will").
 fn push_expanded(out: &mut Vec<String>, word: &str) {
     let word = word.trim_end_matches('\'');
-    let whole: &[&str] = match word {
-        "can't" | "cant" | "cannot" => &["can", "not"],
-        "won't" | "wont" => &["will", "not"],
-        "shan't" => &["shall", "not"],
-        "let's" => &["let", "us"],
-        "i'm" | "im" => &["i", "am"],
-        "gonna" => &["going", "to"],
-        "wanna" => &["want", "to"],
-        "gotta" => &["got", "to"],
-        "dont" => &["do", "not"],
-        "doesnt" => &["does", "not"],
-        "didnt" => &["did", "not"],
-        "isnt" | "ain't" => &["is", "not"],
-        "arent" => &["are", "not"],
-        "wasnt" => &["was", "not"],
-        "werent" => &["were", "not"],
-        "havent" => &["have", "not"],
-        "hasnt" => &["has", "not"],
-        "hadnt" => &["had", "not"],
-        "wouldnt" => &["would", "not"],
-        "couldnt" => &["could", "not"],
-        "shouldnt" => &["should", "not"],
-        _ => &[],
-    };
-    if !whole.is_empty() {
+    if let Some(whole) = contracted_word(word) {
         out.extend(whole.iter().map(|w| (*w).to_string()));
         return;
     }
-    let (stem, tail): (&str, &str) = if let Some(stem) = word.strip_suffix("n't") {
-        (stem, "not")
-    } else if let Some(stem) = word.strip_suffix("'ll") {
-        (stem, "will")
-    } else if let Some(stem) = word.strip_suffix("'re") {
-        (stem, "are")
-    } else if let Some(stem) = word.strip_suffix("'ve") {
-        (stem, "have")
-    } else if let Some(stem) = word.strip_suffix("'d") {
-        (stem, "would")
-    } else if let Some(stem) = word.strip_suffix("'m") {
-        (stem, "am")
+    let (stem, tail): (&str, &str) = if let Some(split) = contracted_ending(word) {
+        split
     } else if let Some(stem) = word.strip_suffix("'s") {
         // "it's" is "it is"; "Alice's" is a possessive and keeps only the name.
-        let is = matches!(
-            stem,
-            "it" | "he" | "she" | "that" | "what" | "there" | "here" | "who" | "where" | "how"
-        );
-        (stem, if is { "is" } else { "" })
+        (stem, if IS_AFTER.contains(&stem) { "is" } else { "" })
     } else {
         (word, "")
     };

@@ -59,6 +59,7 @@ use memvault_pipelines::model::FactDraft;
 use super::atomize::{has_verb, is_no_info, is_question, resolve_first_pronoun, sentence_spans};
 use super::category::infer_category;
 use super::chunk::{is_line_oriented, row_fields};
+use super::lexicon::{IRREGULAR_FINITE_VERBS, PROSE_FINITE_VERBS};
 
 /// The most facts taken from one chunk.
 pub const MAX_FACTS: usize = 12;
@@ -459,19 +460,13 @@ fn has_document_verb(text: &str) -> bool {
         "outline", "state", "specify", "require", "depend", "belong", "mean", "correspond",
         "differ", "resemble", "equal", "average", "peak", "fall", "drop", "gain", "lose",
     ];
-    #[rustfmt::skip]
-    const IRREGULAR: &[&str] = &[
-        "are", "were", "am", "rose", "fell", "lay", "lies", "stood", "arose", "bore", "drew",
-        "froze", "shone", "struck", "spread", "rang", "sank", "sprang", "fought", "sought",
-        "dealt", "forms", "underwent", "overtook", "became", "began", "grew", "won", "lost",
-    ];
     text.split(' ').skip(1).any(|raw| {
         let word = raw.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
         if word.is_empty() || !word.chars().all(|c| c.is_ascii_lowercase()) {
             return false;
         }
         let word = word.as_str();
-        if IRREGULAR.contains(&word) {
+        if IRREGULAR_FINITE_VERBS.contains(&word) || PROSE_FINITE_VERBS.contains(&word) {
             return true;
         }
         let stems = [

@@ -6,5 +6,6 @@ pub mod atomize;
 pub mod category;
 pub mod chunk;
 pub mod extract;
+pub mod lexicon;
 pub mod specifics;
 pub mod supersession;

@@ -24,6 +24,8 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
+use super::lexicon::{undouble, IRREGULAR_FINITE_VERBS, ORG_SUFFIXES};
+
 mod boundaries;
 mod cleaning;
 mod length;

@@ -257,17 +257,6 @@ pub(super) fn complete_fragment(words: &[&str], antecedent: &Subject) -> Option<
     Some(out)
 }
 
-/// Irregular finite verb forms.
-#[rustfmt::skip]
-pub(super) const IRREGULAR_VERBS: &[&str] = &[
-    "is", "was", "has", "had", "does", "did", "went", "goes", "left", "ran", "led", "wrote",
-    "built", "said", "says", "thought", "took", "made", "got", "became", "came", "drove", "met",
-    "saw", "told", "spent", "sold", "bought", "paid", "knew", "spoke", "ate", "drank", "swam",
-    "slept", "broke", "felt", "held", "kept", "lost", "won", "began", "grew", "gave", "sent",
-    "brought", "taught", "caught", "fell", "flew", "rode", "quit", "hid", "chose", "forgot",
-    "understood", "wore", "sang", "shut", "set", "lent", "meant",
-];
-
 /// Base forms of common verbs, whose "-s"/"-ed" forms are recognised as finite verbs.
 #[rustfmt::skip]
 pub(super) const BASE_VERBS: &[&str] = &[
@@ -292,16 +281,9 @@ pub(super) const BASE_VERBS: &[&str] = &[
     "promise", "try", "apply", "receive", "sponsor", "fund", "invest",
 ];
 
-/// "shipp" -> "ship": a stem with its doubled final consonant undone.
-pub(super) fn undouble(stem: &str) -> Option<&str> {
-    let bytes = stem.as_bytes();
-    let doubled = bytes.len() >= 2 && bytes[bytes.len() - 1] == bytes[bytes.len() - 2];
-    doubled.then(|| &stem[..stem.len() - 1])
-}
-
 /// Whether a lower-case word is a finite verb form: "works", "moved", "studies", "went".
 pub(super) fn is_finite_verb(word: &str) -> bool {
-    if IRREGULAR_VERBS.contains(&word) {
+    if IRREGULAR_FINITE_VERBS.contains(&word) {
         return true;
     }
     let known = |stem: &str| BASE_VERBS.contains(&stem);

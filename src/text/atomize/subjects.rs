@@ -272,13 +272,6 @@ pub(super) const GROUP_NOUNS: &[&str] = &[
     "government", "council", "community", "vendor", "supplier", "bank", "school", "university",
 ];
 
-/// Last words of organisation names.
-#[rustfmt::skip]
-pub(super) const ORG_SUFFIXES: &[&str] = &[
-    "inc", "inc.", "corp", "corp.", "ltd", "ltd.", "llc", "gmbh", "plc", "co", "co.", "labs",
-    "technologies", "systems", "group", "foundation", "bank", "university", "ag", "sa",
-];
-
 /// Whether a predicate word shows a plural (`Some(true)`) or singular subject: "are" / "is",
 /// "work" / "works".
 pub(super) fn grammatical_number(predicate: &str) -> Option<bool> {

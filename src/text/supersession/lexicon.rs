@@ -704,18 +704,6 @@ pub(super) const SPELLING: &[(&str, &str)] = &[
     ("co-worker", "coworker"),
 ];
 
-pub(super) const ORG_SUFFIXES: &[&str] = &[
-    "corp",
-    "corporation",
-    "inc",
-    "ltd",
-    "llc",
-    "gmbh",
-    "co",
-    "company",
-    "'s",
-];
-
 /// pairs of alternatives where a new preference replaces the old one.
 pub(super) const ALT_GROUPS: &[&[&str]] = &[
     &["tab", "space"],

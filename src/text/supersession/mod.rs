@@ -34,6 +34,8 @@ use {clauses::*, compare::*, frames::*, lexicon::*, markers::*, tokens::*};
 
 pub use eval::{evaluate, parse_pairs_jsonl, Eval, LabelledPair};
 
+use crate::text::lexicon::{contracted_ending, contracted_word, undouble, IS_AFTER, ORG_SUFFIXES};
+
 #[cfg(test)]
 mod tests;
 

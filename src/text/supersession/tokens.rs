@@ -33,16 +33,6 @@ pub(super) fn is_verb(w: &str) -> bool {
         .any(|list| list.contains(&w))
 }
 
-pub(super) fn undouble(b: &str) -> Option<String> {
-    let c: Vec<char> = b.chars().collect();
-    let n = c.len();
-    if n >= 3 && c[n - 1] == c[n - 2] && !"aeiou".contains(c[n - 1]) {
-        Some(c[..n - 1].iter().collect())
-    } else {
-        None
-    }
-}
-
 /// lemma and form of a verb token, if it is a known verb form.
 pub(super) fn verb_info(w: &str) -> Option<(String, Form)> {
     if let Some(&(_, l, f)) = IRREGULAR.iter().find(|(s, _, _)| *s == w) {
@@ -92,7 +82,7 @@ pub(super) fn verb_info(w: &str) -> Option<(String, Form)> {
                 return Some(r);
             }
             if let Some(u) = undouble(b) {
-                if let Some(r) = try_lemma(&u, form) {
+                if let Some(r) = try_lemma(u, form) {
                     return Some(r);
                 }
             }
@@ -287,38 +277,19 @@ pub(super) fn stem(w: &str) -> String {
 
 /// split a contraction-bearing lowercase word into plain words.
 pub(super) fn expand(lower: &str) -> Vec<String> {
-    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    match lower {
-        "can't" | "cannot" => return v(&["can", "not"]),
-        "won't" => return v(&["will", "not"]),
-        "ain't" => return v(&["is", "not"]),
-        "let's" => return v(&["let", "us"]),
-        _ => {}
+    if let Some(words) = contracted_word(lower) {
+        return words.iter().map(|w| w.to_string()).collect();
     }
-    if let Some(b) = lower.strip_suffix("n't") {
-        return vec![b.to_string(), "not".to_string()];
-    }
-    for (suffix, full) in [
-        ("'re", "are"),
-        ("'ve", "have"),
-        ("'ll", "will"),
-        ("'m", "am"),
-        ("'d", "would"),
-    ] {
-        if let Some(b) = lower.strip_suffix(suffix) {
-            if !b.is_empty() {
-                return vec![b.to_string(), full.to_string()];
-            }
+    if let Some((b, full)) = contracted_ending(lower) {
+        if full == "not" || !b.is_empty() {
+            return vec![b.to_string(), full.to_string()];
         }
     }
     if let Some(b) = lower.strip_suffix("'s") {
         if b.is_empty() {
             return vec![lower.to_string()];
         }
-        let is_is = matches!(
-            b,
-            "it" | "that" | "what" | "there" | "he" | "she" | "who" | "where" | "here" | "how"
-        );
+        let is_is = IS_AFTER.contains(&b);
         return vec![b.to_string(), if is_is { "is" } else { "'s" }.to_string()];
     }
     if let Some(b) = lower.strip_suffix("s'") {
