@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use memvault_actors::PlanTable;
 
-pub use aliases::FLAT as FLAT_NAMES;
 use aliases::{GroupedEnv, GroupedFile};
 pub use secret::{mask_url_password, Secret, ServiceUrl};
 pub use sections::{
@@ -56,7 +55,8 @@ pub enum SqliteSync {
 }
 
 /// Every setting, grouped by subject (`[server]`, `[storage]`, ... in the file;
-/// `MEMVAULT_SERVER__LISTEN` or the flat `MEMVAULT_LISTEN` in the environment: [`aliases`]).
+/// `MEMVAULT_SERVER__LISTEN` or the flat `MEMVAULT_LISTEN` in the environment: the table of
+/// flat names is `aliases::FLAT`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
