@@ -171,20 +171,19 @@ impl Provider for GroupedEnv {
 
 /// Moves each flat key of `dict` to its group; grouped keys given as well win.
 pub fn group(dict: Dict) -> Dict {
-    let (flat, mut grouped): (Vec<_>, Vec<_>) = dict
-        .into_iter()
-        .partition(|(key, _)| FLAT.iter().any(|(name, _)| name == key));
     let mut out = Dict::new();
-    for (key, value) in grouped.drain(..) {
-        out.insert(key, value);
+    let mut flat = Vec::new();
+    for (key, value) in dict {
+        match FLAT.iter().find(|(name, _)| *name == key) {
+            Some((_, path)) => flat.push((*path, value)),
+            None => {
+                out.insert(key, value);
+            }
+        }
     }
-    for (key, value) in flat {
-        let (_, path) = FLAT
-            .iter()
-            .find(|(name, _)| *name == key)
-            .expect("partitioned");
-        let path: Vec<&str> = path.split('.').collect();
-        place(&mut out, &path, value);
+    // The grouped keys are in first, so a flat one never overwrites them.
+    for (path, value) in flat {
+        place(&mut out, &path.split('.').collect::<Vec<_>>(), value);
     }
     out
 }
