@@ -131,8 +131,14 @@ pub(super) fn subj_compatible(o: &Fact, n: &Fact) -> bool {
         )
 }
 
-pub(super) fn rel_compatible(a: &str, b: &str) -> bool {
-    a == b || matches!((a, b), ("when", "start") | ("start", "when"))
+pub(super) fn rel_compatible(a: &Relation, b: &Relation) -> bool {
+    a == b
+        || match (a, b) {
+            (Relation::When, Relation::Verb(v)) | (Relation::Verb(v), Relation::When) => {
+                v == "start"
+            }
+            _ => false,
+        }
 }
 
 /// which kinds of time expression a schedule value uses.
@@ -170,149 +176,233 @@ pub(super) fn alt_group_match(a: &[String], b: &[String]) -> bool {
     })
 }
 
+/// One (old, new) pair of facts under comparison, with what several checks read.
+pub(super) struct Pair<'a> {
+    pub(super) o: &'a Fact,
+    pub(super) n: &'a Fact,
+    pub(super) nm: &'a Markers,
+    /// the new memory carries a change marker, replacement language or a change verb
+    pub(super) changed: bool,
+    /// the subjects match, or "i use 1password instead of lastpass" may speak for the owner
+    /// of "my password manager is lastpass"
+    pub(super) owners_ok: bool,
+}
+
+/// A check on a pair: a verdict when it decides, `None` to pass the pair on.
+type Check = fn(&Pair) -> Option<Verdict>;
+
+/// The checks in the order they are tried; the first that decides wins, and the last,
+/// [`by_class`], always decides.
+const CHECKS: &[Check] = &[
+    past_or_history,
+    explicit_replacement,
+    no_longer_holds,
+    different_subject,
+    ends_old_fact,
+    switched,
+    different_relation,
+    generic_frames,
+    timed_slot_changed,
+    number_changed,
+    different_qualifier,
+    same_value,
+    negated,
+    extended_or_narrowed,
+    schedule_exception,
+    by_class,
+];
+
 pub(super) fn compare(o: &Fact, n: &Fact, nm: &Markers) -> Verdict {
-    let changed = nm.change || nm.replace || n.change_verb;
-    if n.past_event {
-        return v(
+    let owners_ok = subj_compatible(o, n)
+        || (n.head.is_empty()
+            && !o.head.is_empty()
+            && o.rel == Relation::Attr
+            && (o.owner == n.owner || (n.owner == "we" && o.owner.is_empty())));
+    let pair = Pair {
+        o,
+        n,
+        nm,
+        changed: nm.change || nm.replace || n.change_verb,
+        owners_ok,
+    };
+    CHECKS
+        .iter()
+        .find_map(|check| check(&pair))
+        .expect("by_class always decides")
+}
+
+fn past_or_history(p: &Pair) -> Option<Verdict> {
+    if p.n.past_event {
+        return Some(v(
             false,
             0.8,
             1,
             "new memory reads as a past event or history; events accumulate",
-        );
+        ));
     }
-    if n.history || o.history {
-        return v(
+    (p.n.history || p.o.history).then(|| {
+        v(
             false,
             0.75,
             1,
             "one side describes history (used to), not a current fact",
-        );
+        )
+    })
+}
+
+/// "my password manager is lastpass" -> "i use 1password instead of lastpass": an explicit
+/// mention of the old value may come from the owner.
+fn explicit_replacement(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    if n.instead_of.is_empty() || !p.owners_ok || n.neg {
+        return None;
     }
-    // "my password manager is lastpass" -> "i use 1password instead of
-    // lastpass": an explicit mention of the old value may come from the owner
-    let owners_ok = subj_compatible(o, n)
-        || (n.head.is_empty()
-            && !o.head.is_empty()
-            && o.rel == "attr"
-            && (o.owner == n.owner || (n.owner == "we" && o.owner.is_empty())));
-    if !n.instead_of.is_empty() && owners_ok && !n.neg {
-        let old_words: Vec<&String> = o.value.iter().chain(o.all_toks.iter()).collect();
-        if n.instead_of
-            .iter()
-            .any(|w| !ORG_SUFFIXES.contains(&w.as_str()) && old_words.contains(&w))
-        {
-            return v(
+    let old_words: Vec<&String> = o.value.iter().chain(o.all_toks.iter()).collect();
+    n.instead_of
+        .iter()
+        .any(|w| !ORG_SUFFIXES.contains(&w.as_str()) && old_words.contains(&w))
+        .then(|| {
+            v(
                 true,
                 0.85,
                 6,
                 "new memory explicitly replaces the old value (instead of / from)",
-            );
-        }
+            )
+        })
+}
+
+/// "my therapist is dr. lee" -> "i stopped seeing dr. lee"
+fn no_longer_holds(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    if !(n.neg && n.change_verb && p.owners_ok && !o.neg && !subj_compatible(o, n)) {
+        return None;
     }
-    // "my therapist is dr. lee" -> "i stopped seeing dr. lee"
-    if n.neg && n.change_verb && owners_ok && !o.neg && !subj_compatible(o, n) {
-        let n_obj = n.chunks.iter().find(|c| !c.toks.is_empty());
-        if n_obj.is_some_and(|c| value_eq(&c.toks, &o.value)) {
-            return v(
-                true,
-                0.75,
-                5,
-                "new memory says the old value no longer holds",
-            );
-        }
-    }
-    if !subj_compatible(o, n) {
-        return v(
+    let n_obj = n.chunks.iter().find(|c| !c.toks.is_empty());
+    n_obj.filter(|c| value_eq(&c.toks, &o.value)).map(|_| {
+        v(
+            true,
+            0.75,
+            5,
+            "new memory says the old value no longer holds",
+        )
+    })
+}
+
+fn different_subject(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    (!subj_compatible(o, n)).then(|| {
+        v(
             false,
             0.85,
             2,
             format!("different subject ({} vs {})", show(&o.subj), show(&n.subj)),
-        );
+        )
+    })
+}
+
+/// "i own a condo in miami" -> "i sold my condo in miami": the object of the ending verb must
+/// be the old fact's main object.
+fn ends_old_fact(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    if !TERMINATE_VERBS.contains(&n.verb.split(' ').next().unwrap_or_default()) || n.neg {
+        return None;
     }
-    // "i own a condo in miami" -> "i sold my condo in miami": the object of
-    // the ending verb must be the old fact's main object
-    if TERMINATE_VERBS.contains(&n.verb.split(' ').next().unwrap_or_default()) && !n.neg {
-        let old_main = o
-            .chunks
-            .iter()
-            .find(|c| !c.toks.is_empty() && (c.prep.is_empty() || c.toks == o.value));
-        let new_obj = n.chunks.first().filter(|c| c.prep.is_empty());
-        if let (Some(om), Some(no)) = (old_main, new_obj) {
-            let covered = core(&om.toks)
-                .iter()
-                .all(|w| n.all_toks.iter().any(|x| x == w));
-            if om.head() == no.head() && covered {
-                return v(
-                    true,
-                    0.75,
-                    5,
-                    format!("new memory ends the old fact ({})", show(&n.verb)),
-                );
-            }
-        }
-    }
-    if let Some(cat) = n.rel.strip_prefix("switch:") {
-        let cat = cat.to_string();
-        let mentioned = o.all_toks.contains(&cat)
-            || o.head.split(' ').any(|w| w == cat)
-            || o.rel.contains(cat.as_str());
+    let old_main = o
+        .chunks
+        .iter()
+        .find(|c| !c.toks.is_empty() && (c.prep.is_empty() || c.toks == o.value))?;
+    let new_obj = n.chunks.first().filter(|c| c.prep.is_empty())?;
+    let covered = core(&old_main.toks)
+        .iter()
+        .all(|w| n.all_toks.iter().any(|x| x == w));
+    (old_main.head() == new_obj.head() && covered).then(|| {
+        v(
+            true,
+            0.75,
+            5,
+            format!("new memory ends the old fact ({})", show(&n.verb)),
+        )
+    })
+}
+
+/// "i switched my laptop to linux": decides when the new fact is a switch.
+fn switched(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    let Relation::Switch(cat) = &n.rel else {
+        return None;
+    };
+    let mentioned = o.all_toks.contains(cat)
+        || o.head.split(' ').any(|w| w == cat)
+        || o.rel.key().contains(cat.as_str());
+    Some(
         if mentioned && !n.value.iter().all(|w| o.all_toks.contains(w)) {
-            return v(
+            v(
                 true,
                 0.75,
                 5,
                 format!("same subject switched {cat} to a new value"),
-            );
-        }
-        return v(false, 0.7, 3, "switch does not concern the old fact");
-    }
-    let renamed = n.verb == "rename" && matches!(o.rel.as_str(), "name" | "attr");
+            )
+        } else {
+            v(false, 0.7, 3, "switch does not concern the old fact")
+        },
+    )
+}
+
+fn different_relation(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    let renamed = n.verb == "rename" && matches!(o.rel, Relation::Name | Relation::Attr);
     // "the standup channel is #x" -> "the standup channel moved to #y"
     let moved_slot = matches!(
         n.verb.split(' ').next().unwrap_or_default(),
         "move" | "relocate" | "transfer" | "migrate"
     ) && matches!(
-        (o.rel.as_str(), n.rel.as_str()),
-        ("attr", "where") | ("where", "attr")
+        (&o.rel, &n.rel),
+        (Relation::Attr, Relation::Where) | (Relation::Where, Relation::Attr)
     );
-    // "my dog is 3 years old" vs "my dog is 4 now": a bare number on a
-    // non-person subject is parsed as an attribute
+    // "my dog is 3 years old" vs "my dog is 4 now": a bare number on a non-person subject is
+    // parsed as an attribute
     let bare_age = |a: &Fact, b: &Fact| {
-        a.rel == "age" && b.rel == "attr" && b.value.len() == 1 && is_numberish(&b.value[0])
+        a.rel == Relation::Age
+            && b.rel == Relation::Attr
+            && b.value.len() == 1
+            && is_numberish(&b.value[0])
     };
-    if !rel_compatible(&o.rel, &n.rel)
-        && !renamed
-        && !moved_slot
-        && !bare_age(o, n)
-        && !bare_age(n, o)
-    {
-        return v(
+    let related =
+        rel_compatible(&o.rel, &n.rel) || renamed || moved_slot || bare_age(o, n) || bare_age(n, o);
+    (!related).then(|| {
+        v(
             false,
             0.75,
             3,
             format!(
                 "same subject, different relation ({} vs {})",
-                show(&o.rel),
-                show(&n.rel)
+                show(&o.rel.key()),
+                show(&n.rel.key())
             ),
-        );
-    }
-    if o.class == Class::Generic || n.class == Class::Generic {
-        return generic_compare(o, n, changed);
-    }
-    // "i'm going to rome in may" -> "to oslo in may instead": same time, the
-    // one other slot changed, with a change marker
-    if o.qual != n.qual
-        && o.rel.starts_with("when:")
-        && changed
+        )
+    })
+}
+
+fn generic_frames(p: &Pair) -> Option<Verdict> {
+    (p.o.class == Class::Generic || p.n.class == Class::Generic)
+        .then(|| generic_compare(p.o, p.n, p.changed))
+}
+
+/// "i'm going to rome in may" -> "to oslo in may instead": same time, the one other slot
+/// changed, with a change marker.
+fn timed_slot_changed(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    let decides = o.qual != n.qual
+        && matches!(o.rel, Relation::WhenOf(_))
+        && p.changed
         && value_eq(&o.value, &n.value)
         && o.qual.len() == 1
         && n.qual.len() == 1
         && o.qual[0].split(':').next() == n.qual[0].split(':').next()
         && !o.neg
-        && !n.neg
-    {
-        return v(
+        && !n.neg;
+    decides.then(|| {
+        v(
             true,
             0.65,
             5,
@@ -320,20 +410,24 @@ pub(super) fn compare(o: &Fact, n: &Fact, nm: &Markers) -> Verdict {
                 "same subject and timed activity ({}), one slot changed with a change marker",
                 show(&n.verb)
             ),
-        );
-    }
-    // "invoices are due in 30 days" -> "due in 45 days"
+        )
+    })
+}
+
+/// "invoices are due in 30 days" -> "due in 45 days"
+fn number_changed(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
     let split_quals = |q: &[String]| -> Vec<String> {
         q.join(" ").split([' ', ':']).map(str::to_string).collect()
     };
     let (oq, nq) = (split_quals(&o.qual), split_quals(&n.qual));
-    if o.qual.len() == n.qual.len()
+    let decides = o.qual.len() == n.qual.len()
         && value_eq(&o.value, &n.value)
         && o.neg == n.neg
         && only_numbers_differ(&oq, &nq)
-        && (o.class.max(n.class) == Class::Single || changed)
-    {
-        return v(
+        && (o.class.max(n.class) == Class::Single || p.changed);
+    decides.then(|| {
+        v(
             true,
             0.75,
             5,
@@ -341,79 +435,106 @@ pub(super) fn compare(o: &Fact, n: &Fact, nm: &Markers) -> Verdict {
                 "same subject and relation ({}), the number changed",
                 o.frame
             ),
-        );
-    }
-    if o.qual != n.qual && !(n.qual.is_empty() && changed) {
-        return v(
+        )
+    })
+}
+
+fn different_qualifier(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    (o.qual != n.qual && !(n.qual.is_empty() && p.changed)).then(|| {
+        v(
             false,
             0.7,
             3,
             format!("same relation ({}) but different qualifier", o.frame),
-        );
+        )
+    })
+}
+
+fn same_value(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
+    if !value_eq(&o.value, &n.value) {
+        return None;
     }
-    if value_eq(&o.value, &n.value) {
-        if o.neg != n.neg {
-            return v(
-                true,
-                0.85,
-                5,
-                format!("same fact ({}) with flipped polarity", n.frame),
-            );
-        }
-        return v(
+    Some(if o.neg != n.neg {
+        v(
+            true,
+            0.85,
+            5,
+            format!("same fact ({}) with flipped polarity", n.frame),
+        )
+    } else {
+        v(
             false,
             0.9,
             4,
             "same subject, relation and value (duplicate or paraphrase)",
-        );
-    }
-    if o.neg || n.neg {
-        return v(
+        )
+    })
+}
+
+fn negated(p: &Pair) -> Option<Verdict> {
+    (p.o.neg || p.n.neg).then(|| {
+        v(
             false,
             0.7,
             4,
             "negated facts with different values do not replace each other",
-        );
-    }
+        )
+    })
+}
+
+fn extended_or_narrowed(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
     if n.coord || strictly_contains(&n.value, &o.value) {
-        return v(
+        return Some(v(
             false,
             0.75,
             4,
             "new value extends the old one (additive or refinement)",
-        );
+        ));
     }
-    if strictly_contains(&o.value, &n.value) {
-        return v(false, 0.7, 4, "new value is a narrower restatement");
-    }
-    // "the office closes at 6pm" -> "closes at 7pm on fridays": an exception
+    strictly_contains(&o.value, &n.value)
+        .then(|| v(false, 0.7, 4, "new value is a narrower restatement"))
+}
+
+/// "the office closes at 6pm" -> "closes at 7pm on fridays": an exception.
+fn schedule_exception(p: &Pair) -> Option<Verdict> {
+    let (o, n) = (p.o, p.n);
     let moved = matches!(
         n.verb.as_str(),
         "move" | "push" | "postpone" | "delay" | "reschedule" | "shift" | "change" | "bring"
     );
-    if o.frame == "schedule"
-        && n.frame == "schedule"
+    let decides = o.frame == Frame::Schedule
+        && n.frame == Frame::Schedule
         && !moved
         && !time_kinds(&n.value)
             .iter()
-            .all(|k| time_kinds(&o.value).contains(k))
-    {
-        return v(
+            .all(|k| time_kinds(&o.value).contains(k));
+    decides.then(|| {
+        v(
             false,
             0.65,
             4,
             "new schedule adds a time qualifier (an exception, not a replacement)",
-        );
-    }
+        )
+    })
+}
+
+/// The last check: same subject and relation, a different value; the relation's class decides
+/// what else an update needs.
+#[allow(clippy::unnecessary_wraps)]
+fn by_class(p: &Pair) -> Option<Verdict> {
+    let (o, n, changed) = (p.o, p.n, p.changed);
     let mut class = o.class.max(n.class);
     // "i drink two cups a day" -> "one cup a day now": only a quantity changed
     if class != Class::Single && changed && only_numbers_differ(&o.value, &n.value) {
         class = Class::Single;
     }
-    if n.rel == "prefer" && alt_group_match(&o.value, &n.value) {
+    if n.rel == Relation::Prefer && alt_group_match(&o.value, &n.value) {
         class = Class::Single;
     }
-    match class {
+    Some(match class {
         Class::Single => {
             let conf = if changed { 0.9 } else { 0.8 };
             v(
@@ -426,7 +547,7 @@ pub(super) fn compare(o: &Fact, n: &Fact, nm: &Markers) -> Verdict {
         // "i'm a night owl" -> "i'm vegetarian now": person states pile up
         // unless the two values are clearly the same kind of thing
         Class::NeedsMarker
-            if n.rel == "be"
+            if n.rel == Relation::Be
                 && o.value.last() != n.value.last()
                 && !alt_group_match(&o.value, &n.value)
                 && !only_numbers_differ(&o.value, &n.value) =>
@@ -456,7 +577,7 @@ pub(super) fn compare(o: &Fact, n: &Fact, nm: &Markers) -> Verdict {
                 n.frame
             ),
         ),
-        Class::Accum if nm.replace => v(
+        Class::Accum if p.nm.replace => v(
             true,
             0.7,
             5,
@@ -474,7 +595,7 @@ pub(super) fn compare(o: &Fact, n: &Fact, nm: &Markers) -> Verdict {
                 n.frame
             ),
         ),
-    }
+    })
 }
 
 /// fallback for verbs outside the frame table: align prepositional chunks and
@@ -530,7 +651,7 @@ pub(super) fn generic_compare(o: &Fact, n: &Fact, changed: bool) -> Verdict {
             4,
             format!(
                 "same action ({}) with a different slot but no change marker",
-                show(&n.rel)
+                show(&n.rel.key())
             ),
         );
     }
@@ -540,7 +661,7 @@ pub(super) fn generic_compare(o: &Fact, n: &Fact, changed: bool) -> Verdict {
         5,
         format!(
             "same subject and action ({}), one slot changed with a change marker",
-            show(&n.rel)
+            show(&n.rel.key())
         ),
     )
 }

@@ -199,25 +199,13 @@ pub(super) fn chunk_comp(comp: &[Tok]) -> (Vec<Chunk>, bool) {
     (chunks, coord)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Class {
-    /// one value at a time: a new value replaces the old one
-    Single,
-    /// can hold several values; needs a change marker to count as an update
-    NeedsMarker,
-    /// piles up (likes, possessions, events); needs replacement language
-    Accum,
-    /// no table frame: chunk alignment plus a change marker
-    Generic,
-}
-
 #[derive(Debug, Clone)]
 pub(super) struct Fact {
     pub(super) subj: String,
     pub(super) owner: String,
     pub(super) head: String,
-    pub(super) rel: String,
-    pub(super) frame: &'static str,
+    pub(super) rel: Relation,
+    pub(super) frame: Frame,
     /// main verb lemma (with particle)
     pub(super) verb: String,
     pub(super) value: Vec<String>,
@@ -234,8 +222,8 @@ pub(super) struct Fact {
 }
 
 impl Fact {
-    pub(super) fn set(&mut self, rel: &str, frame: &'static str, value: Vec<String>, class: Class) {
-        self.rel = rel.to_string();
+    pub(super) fn set(&mut self, rel: Relation, frame: Frame, value: Vec<String>, class: Class) {
+        self.rel = rel;
         self.frame = frame;
         self.value = value;
         self.class = class;
@@ -300,6 +288,17 @@ pub(super) fn owner_of_object(obj: &Chunk, s: &Subj) -> String {
         )
 }
 
+/// What the verb rules read of a clause.
+pub(super) struct Ctx<'a> {
+    pub(super) c: &'a Clause,
+    pub(super) s: &'a Subj,
+    pub(super) chunks: &'a [Chunk],
+    pub(super) obj: Option<&'a Chunk>,
+    pub(super) temporal: bool,
+    pub(super) person: bool,
+    pub(super) all_toks: &'a [String],
+}
+
 pub(super) fn to_fact(c: &Clause) -> Fact {
     let s = subject_key(&c.subj);
     let (mut chunks, coord) = chunk_comp(&c.comp);
@@ -325,8 +324,8 @@ pub(super) fn to_fact(c: &Clause) -> Fact {
         subj: s.key(),
         owner: s.owner.clone(),
         head: s.head.clone(),
-        rel: verb.clone(),
-        frame: "generic",
+        rel: Relation::Verb(verb.clone()),
+        frame: Frame::Generic,
         verb: verb.clone(),
         value: all_toks.clone(),
         qual: Vec::new(),
@@ -340,9 +339,15 @@ pub(super) fn to_fact(c: &Clause) -> Fact {
         instead_of,
         all_toks: all_toks.clone(),
     };
-    let person = s.is_person();
-    let obj = object(&chunks);
-    let temporal = chunks.iter().any(Chunk::is_temporal);
+    let x = Ctx {
+        c,
+        s: &s,
+        chunks: &chunks,
+        obj: object(&chunks),
+        temporal: chunks.iter().any(Chunk::is_temporal),
+        person: s.is_person(),
+        all_toks: &all_toks,
+    };
     let lemma = match (c.lemma.as_str(), c.particle.as_str()) {
         ("go", "up") => "raise",
         ("go", "down") => "lower",
@@ -352,13 +357,64 @@ pub(super) fn to_fact(c: &Clause) -> Fact {
         f.change_verb = true;
         f.past_event = false;
     }
-    match lemma {
-        "call_me" => f.set("name", "name", all_toks, Class::Single),
-        "be" => copular(&mut f, &s, &chunks),
-        "have" => match obj {
+    if let Some(rule) = rules_for(lemma).find(|rule| applies(*rule, &x)) {
+        apply(rule, &mut f, &x, lemma);
+    }
+    // "i'm in berlin this week": a stay, not a residence
+    if f.frame == Frame::Residence && lemma == "be" && c.transient {
+        f.rel = Relation::Stay;
+        f.frame = Frame::TemporaryStay;
+        f.class = Class::Accum;
+    }
+    // activities with a time slot: "we deploy on thursdays", "i wake up at 6am"
+    if matches!(f.class, Class::Generic | Class::Accum)
+        && f.rel == Relation::Verb(verb.clone())
+        && x.temporal
+        && !matches!(lemma, "have" | "be")
+    {
+        f.value = temporal_value(&chunks);
+        f.qual = quals(&chunks, &[]);
+        f.frame = Frame::Schedule;
+        if s.owner == "we" && s.head.is_empty() {
+            f.set_subject("", &verb);
+            f.rel = Relation::When;
+            f.class = Class::Single;
+        } else {
+            f.rel = Relation::WhenOf(verb);
+            f.class = Class::NeedsMarker;
+        }
+    }
+    f
+}
+
+/// Whether a row of the verb table applies to the clause; when it does not, the next row
+/// naming the verb is tried.
+pub(super) fn applies(rule: VerbRule, x: &Ctx) -> bool {
+    match rule {
+        VerbRule::DropFor => x.obj.is_some() && non_temporal(x.chunks, &["for"]).is_some(),
+        VerbRule::End => x.temporal,
+        VerbRule::Schedule => x.temporal && !x.person,
+        VerbRule::OwnedBy | VerbRule::Born => x.c.passive,
+        VerbRule::Owns => !x.person && x.s.owner.is_empty(),
+        VerbRule::Named => x.c.passive && !x.all_toks.is_empty(),
+        VerbRule::GoesBy => any_chunk(x.chunks, &["by"]).is_some() && x.person,
+        VerbRule::Turns => x.obj.is_some_and(|o| is_numberish(&o.toks[0])),
+        _ => true,
+    }
+}
+
+/// Builds the frame of a clause whose verb row applies (see [`VerbRule`] for each rule).
+#[allow(clippy::too_many_lines)]
+pub(super) fn apply(rule: VerbRule, f: &mut Fact, x: &Ctx, lemma: &str) {
+    let (s, chunks, obj) = (x.s, x.chunks, x.obj);
+    let all_toks = x.all_toks.to_vec();
+    match rule {
+        VerbRule::CallMe => f.set(Relation::Name, Frame::Name, all_toks, Class::Single),
+        VerbRule::Copular => copular(f, s, chunks),
+        VerbRule::Have => match obj {
             Some(o) if o.det.is_empty() && o.toks.len() >= 2 && is_numberish(&o.toks[0]) => {
-                let rel = format!("count:{}", o.head());
-                f.set(&rel, "count", vec![o.toks[0].clone()], Class::Single);
+                let rel = Relation::Count(o.head().to_string());
+                f.set(rel, Frame::Count, vec![o.toks[0].clone()], Class::Single);
             }
             Some(o) => {
                 // "a 2019 macbook" -> macbook, "a dog named rex" -> dog
@@ -367,142 +423,204 @@ pub(super) fn to_fact(c: &Clause) -> Fact {
                     .iter()
                     .find(|t| !is_numberish(t) && !matches!(t.as_str(), "new" | "old" | "second"))
                     .unwrap_or(&o.toks[0]);
-                let rel = format!("have:{head}");
-                f.set(&rel, "possession", all_toks, Class::Accum);
+                let rel = Relation::Have(head.clone());
+                f.set(rel, Frame::Possession, all_toks, Class::Accum);
             }
             None => {}
         },
-        "live" | "reside" | "settle" | "stay" | "base" | "locate" => {
-            if let Some(ch) =
-                non_temporal(&chunks, &["in", "near", "at", "on", "outside", "around"])
+        VerbRule::Reside => {
+            if let Some(ch) = non_temporal(chunks, &["in", "near", "at", "on", "outside", "around"])
             {
-                let frame = if person { "residence" } else { "location" };
-                f.set("where", frame, ch.toks.clone(), Class::Single);
-                f.qual = quals(&chunks, &[ch]);
+                let frame = if x.person {
+                    Frame::Residence
+                } else {
+                    Frame::Location
+                };
+                f.set(Relation::Where, frame, ch.toks.clone(), Class::Single);
+                f.qual = quals(chunks, &[ch]);
             }
         }
-        "move" | "relocate" | "transfer" | "shift" | "push" | "postpone" | "delay"
-        | "reschedule" | "bring" => mover(&mut f, &s, &chunks),
-        "drop" | "ditch" | "swap" | "trade" | "abandon"
-            if obj.is_some() && non_temporal(&chunks, &["for"]).is_some() =>
-        {
+        VerbRule::Move => mover(f, s, chunks),
+        VerbRule::DropFor => {
             // "we dropped tailscale for wireguard"
-            if let (Some(o), Some(w)) = (obj, non_temporal(&chunks, &["for"])) {
+            if let (Some(o), Some(w)) = (obj, non_temporal(chunks, &["for"])) {
                 f.instead_of.extend(o.toks.iter().cloned());
-                f.set("use", "tool", w.toks.clone(), Class::NeedsMarker);
+                f.set(
+                    Relation::Use,
+                    Frame::Tool,
+                    w.toks.clone(),
+                    Class::NeedsMarker,
+                );
             }
         }
-        "change" | "raise" | "lower" | "increase" | "decrease" | "reduce" | "bump" | "set"
-        | "update" | "rename" | "cut" | "extend" | "double" | "halve" | "adjust" | "drop"
-        | "grow" | "shrink" | "rise" | "climb" | "jump" | "fall" => {
-            if let Some(t) = any_chunk(&chunks, &["to"]) {
-                if person {
+        VerbRule::SetTo => {
+            if let Some(t) = any_chunk(chunks, &["to"]) {
+                if x.person {
                     if let Some(o) = obj {
-                        let owner = owner_of_object(o, &s);
+                        let owner = owner_of_object(o, s);
                         f.set_subject(&owner, &canonical_head(&o.toks));
                     }
                 }
                 if t.is_temporal() {
-                    f.set("when", "schedule", temporal_value(&chunks), Class::Single);
+                    let when = temporal_value(chunks);
+                    f.set(Relation::When, Frame::Schedule, when, Class::Single);
                 } else {
-                    f.set("attr", "attribute", t.toks.clone(), Class::Single);
+                    f.set(
+                        Relation::Attr,
+                        Frame::Attribute,
+                        t.toks.clone(),
+                        Class::Single,
+                    );
                 }
             }
         }
-        "host" | "store" | "keep" | "put" => {
-            if let Some(l) = non_temporal(&chunks, &["in", "on", "at", "inside"]) {
-                if person {
+        VerbRule::Store => {
+            if let Some(l) = non_temporal(chunks, &["in", "on", "at", "inside"]) {
+                if x.person {
                     if let Some(o) = obj {
-                        let owner = owner_of_object(o, &s);
+                        let owner = owner_of_object(o, s);
                         f.set_subject(&owner, &canonical_head(&o.toks));
                     }
                 }
-                f.set("where", "location", l.toks.clone(), Class::Single);
-                f.qual = quals(&chunks, &[l, obj.unwrap_or(l)]);
+                f.set(
+                    Relation::Where,
+                    Frame::Location,
+                    l.toks.clone(),
+                    Class::Single,
+                );
+                f.qual = quals(chunks, &[l, obj.unwrap_or(l)]);
             }
         }
-        "work" => {
-            if let Some(ch) = non_temporal(&chunks, &["at", "for"]).filter(|ch| ch.head() != "team")
+        VerbRule::Work => {
+            if let Some(ch) = non_temporal(chunks, &["at", "for"]).filter(|ch| ch.head() != "team")
             {
-                f.set("employer", "employer", ch.toks.clone(), Class::Single);
-            } else if let Some(ch) = non_temporal(&chunks, &["as"]) {
-                f.set("title", "job title", ch.toks.clone(), Class::Single);
-            } else if let Some(ch) =
-                non_temporal(&chunks, &["on", "in", "with"]).filter(|ch| ch.head() == "team")
-            {
-                f.set("team", "team", ch.toks.clone(), Class::Single);
-            } else if let Some(ch) = non_temporal(&chunks, &["on"]) {
                 f.set(
-                    "work on",
-                    "current work",
+                    Relation::Employer,
+                    Frame::Employer,
                     ch.toks.clone(),
+                    Class::Single,
+                );
+            } else if let Some(ch) = non_temporal(chunks, &["as"]) {
+                f.set(
+                    Relation::Title,
+                    Frame::JobTitle,
+                    ch.toks.clone(),
+                    Class::Single,
+                );
+            } else if let Some(ch) =
+                non_temporal(chunks, &["on", "in", "with"]).filter(|ch| ch.head() == "team")
+            {
+                f.set(Relation::Team, Frame::Team, ch.toks.clone(), Class::Single);
+            } else if let Some(ch) = non_temporal(chunks, &["on"]) {
+                let value = ch.toks.clone();
+                f.set(
+                    Relation::WorkOn,
+                    Frame::CurrentWork,
+                    value,
                     Class::NeedsMarker,
                 );
-                f.qual = quals(&chunks, &[ch]);
+                f.qual = quals(chunks, &[ch]);
             } else if let Some(o) = obj.filter(|o| o.toks == ["there"]) {
                 // "i don't work there anymore"
-                f.set("employer", "employer", o.toks.clone(), Class::Single);
+                f.set(
+                    Relation::Employer,
+                    Frame::Employer,
+                    o.toks.clone(),
+                    Class::Single,
+                );
             }
         }
-        "join" => {
+        VerbRule::Join => {
             if let Some(o) = obj {
                 if o.head() == "team" {
-                    f.set("team", "team", o.toks.clone(), Class::Single);
+                    f.set(Relation::Team, Frame::Team, o.toks.clone(), Class::Single);
                 } else if o.cap {
-                    f.set("employer", "employer", o.toks.clone(), Class::Single);
+                    f.set(
+                        Relation::Employer,
+                        Frame::Employer,
+                        o.toks.clone(),
+                        Class::Single,
+                    );
                 }
             }
         }
-        "leave" | "quit" => {
+        VerbRule::Leave => {
             if let Some(o) = obj.filter(|o| o.cap) {
-                f.set("employer", "employer", o.toks.clone(), Class::Single);
+                f.set(
+                    Relation::Employer,
+                    Frame::Employer,
+                    o.toks.clone(),
+                    Class::Single,
+                );
                 f.neg = true;
             }
         }
-        "start" | "begin" | "kick" => {
-            if temporal && (!person || obj.is_none()) {
-                f.set("when", "schedule", temporal_value(&chunks), Class::Single);
-                f.qual = quals(&chunks, &[]);
-            } else if let Some(ch) = non_temporal(&chunks, &["at", "with"]).filter(|ch| ch.cap) {
-                f.set("employer", "employer", ch.toks.clone(), Class::Single);
+        VerbRule::Start => {
+            if x.temporal && (!x.person || obj.is_none()) {
+                let when = temporal_value(chunks);
+                f.set(Relation::When, Frame::Schedule, when, Class::Single);
+                f.qual = quals(chunks, &[]);
+            } else if let Some(ch) = non_temporal(chunks, &["at", "with"]).filter(|ch| ch.cap) {
+                f.set(
+                    Relation::Employer,
+                    Frame::Employer,
+                    ch.toks.clone(),
+                    Class::Single,
+                );
             }
         }
-        "end" | "finish" | "wrap" if temporal => {
-            f.set("end", "schedule", temporal_value(&chunks), Class::Single);
-            f.qual = quals(&chunks, &[]);
+        VerbRule::End => {
+            let when = temporal_value(chunks);
+            f.set(Relation::End, Frame::Schedule, when, Class::Single);
+            f.qual = quals(chunks, &[]);
         }
-        "promote" => {
-            if let Some(ch) = non_temporal(&chunks, &["to"]) {
-                f.set("title", "job title", ch.toks.clone(), Class::Single);
+        VerbRule::Promote => {
+            if let Some(ch) = non_temporal(chunks, &["to"]) {
+                f.set(
+                    Relation::Title,
+                    Frame::JobTitle,
+                    ch.toks.clone(),
+                    Class::Single,
+                );
             }
         }
-        "schedule" | "plan" | "happen" | "occur" | "hold" if temporal && !person => {
-            f.set("when", "schedule", temporal_value(&chunks), Class::Single);
-            f.qual = quals(&chunks, &[]);
+        VerbRule::Schedule => {
+            let when = temporal_value(chunks);
+            f.set(Relation::When, Frame::Schedule, when, Class::Single);
+            f.qual = quals(chunks, &[]);
         }
-        "switch" | "migrate" | "upgrade" | "downgrade" | "convert" | "port" | "transition" => {
-            let target = non_temporal(&chunks, &["to", "onto", "into"]);
+        VerbRule::Switch => {
+            let target = non_temporal(chunks, &["to", "onto", "into"]);
             match (target, obj) {
-                (Some(t), Some(o)) if person => {
-                    let rel = format!("switch:{}", o.head());
-                    f.set(&rel, "switch", t.toks.clone(), Class::Single);
+                (Some(t), Some(o)) if x.person => {
+                    let rel = Relation::Switch(o.head().to_string());
+                    f.set(rel, Frame::Switch, t.toks.clone(), Class::Single);
                 }
                 (Some(t), _) => {
-                    f.set("use", "tool", t.toks.clone(), Class::NeedsMarker);
-                    f.qual = quals(&chunks, &[t]);
+                    f.set(
+                        Relation::Use,
+                        Frame::Tool,
+                        t.toks.clone(),
+                        Class::NeedsMarker,
+                    );
+                    f.qual = quals(chunks, &[t]);
                 }
                 _ => {}
             }
         }
-        "replace" => {
-            if let (Some(o), Some(w)) = (obj, non_temporal(&chunks, &["with", "by"])) {
+        VerbRule::Replace => {
+            if let (Some(o), Some(w)) = (obj, non_temporal(chunks, &["with", "by"])) {
                 f.instead_of.extend(o.toks.iter().cloned());
-                f.set("use", "tool", w.toks.clone(), Class::NeedsMarker);
+                f.set(
+                    Relation::Use,
+                    Frame::Tool,
+                    w.toks.clone(),
+                    Class::NeedsMarker,
+                );
             }
         }
-        "use" | "rely" | "adopt" | "write" | "rewrite" | "build" | "code" | "develop"
-        | "implement" | "run" => use_like(&mut f, &s, &chunks, lemma, c.passive),
-        "prefer" | "favor" => {
+        VerbRule::Use => use_like(f, s, chunks, lemma, x.c.passive),
+        VerbRule::Prefer => {
             let value_chunk = chunks.iter().find(|c| {
                 !c.toks.is_empty() && matches!(c.prep.as_str(), "" | "to") && !c.is_temporal()
             });
@@ -510,35 +628,42 @@ pub(super) fn to_fact(c: &Clause) -> Fact {
                 // "i prefer tea over coffee": the rejected alternative counts
                 // as an explicit replacement when it was the old value
                 let mut excluded: Vec<&Chunk> = vec![v];
-                for ch in &chunks {
+                for ch in chunks {
                     if matches!(ch.prep.as_str(), "over" | "to") && ch != v {
                         f.instead_of.extend(ch.toks.iter().cloned());
                         excluded.push(ch);
                     }
                 }
-                f.set("prefer", "preference", v.toks.clone(), Class::NeedsMarker);
-                f.qual = quals(&chunks, &excluded);
+                let value = v.toks.clone();
+                f.set(
+                    Relation::Prefer,
+                    Frame::Preference,
+                    value,
+                    Class::NeedsMarker,
+                );
+                f.qual = quals(chunks, &excluded);
             }
         }
-        "like" | "love" | "enjoy" | "adore" => {
-            f.set("like", "likes", all_toks, Class::Accum);
-        }
-        "hate" | "dislike" | "detest" => {
-            f.set("dislike", "dislikes", all_toks, Class::Accum);
-        }
-        "own" | "maintain" | "manage" | "lead" if c.passive => {
-            if let Some(ch) = non_temporal(&chunks, &["by"]) {
-                f.set("owner", "owner", ch.toks.clone(), Class::Single);
+        VerbRule::Like => f.set(Relation::Like, Frame::Likes, all_toks, Class::Accum),
+        VerbRule::Dislike => f.set(Relation::Dislike, Frame::Dislikes, all_toks, Class::Accum),
+        VerbRule::OwnedBy => {
+            if let Some(ch) = non_temporal(chunks, &["by"]) {
+                f.set(
+                    Relation::Owner,
+                    Frame::Owner,
+                    ch.toks.clone(),
+                    Class::Single,
+                );
             }
         }
-        "own" | "maintain" | "lead" if !person && s.owner.is_empty() => {
+        VerbRule::Owns => {
             if let Some(o) = obj.filter(|o| o.det == "the") {
                 let value: Vec<String> = s.head.split(' ').map(str::to_string).collect();
                 f.set_subject("", &canonical_head(&o.toks));
-                f.set("owner", "owner", value, Class::Single);
+                f.set(Relation::Owner, Frame::Owner, value, Class::Single);
             }
         }
-        "call" | "name" if c.passive && !all_toks.is_empty() => {
+        VerbRule::Named => {
             // "my cat is called miso" keeps the cat as subject
             let head = if s.head == "name" {
                 String::new()
@@ -546,76 +671,57 @@ pub(super) fn to_fact(c: &Clause) -> Fact {
                 s.head.clone()
             };
             f.set_subject(&s.owner, &head);
-            f.set("name", "name", all_toks, Class::Single);
+            f.set(Relation::Name, Frame::Name, all_toks, Class::Single);
         }
-        "go" if any_chunk(&chunks, &["by"]).is_some() && person => {
-            if let Some(ch) = any_chunk(&chunks, &["by"]) {
-                f.set("name", "name", ch.toks.clone(), Class::Single);
+        VerbRule::GoesBy => {
+            if let Some(ch) = any_chunk(chunks, &["by"]) {
+                f.set(Relation::Name, Frame::Name, ch.toks.clone(), Class::Single);
             }
         }
-        "bear" if c.passive => {
-            if let Some(ch) = non_temporal(&chunks, &["in", "at"]) {
-                f.set("birthplace", "birthplace", ch.toks.clone(), Class::Single);
-            } else if temporal {
+        VerbRule::Born => {
+            if let Some(ch) = non_temporal(chunks, &["in", "at"]) {
+                let place = ch.toks.clone();
                 f.set(
-                    "birthday",
-                    "birthday",
-                    temporal_value(&chunks),
+                    Relation::Birthplace,
+                    Frame::Birthplace,
+                    place,
+                    Class::Single,
+                );
+            } else if x.temporal {
+                let when = temporal_value(chunks);
+                f.set(Relation::Birthday, Frame::Birthday, when, Class::Single);
+            }
+        }
+        VerbRule::Turns => {
+            if let Some(o) = obj {
+                f.set(
+                    Relation::Age,
+                    Frame::Age,
+                    vec![o.toks[0].clone()],
                     Class::Single,
                 );
             }
         }
-        "turn" if obj.is_some_and(|o| is_numberish(&o.toks[0])) => {
-            if let Some(o) = obj {
-                f.set("age", "age", vec![o.toks[0].clone()], Class::Single);
-            }
-        }
-        "launch" | "ship" | "cancel" | "pause" | "resume" | "deprecate" | "archive" | "close"
-        | "complete" | "freeze" | "sunset" | "shelve" | "approve" | "reject" | "merge"
-        | "release" | "reopen" | "open" => {
-            if !person && obj.is_none() && temporal {
+        VerbRule::Status => {
+            let status = vec![x.c.lemma.clone()];
+            if !x.person && obj.is_none() && x.temporal {
                 // "the office closes at 6pm": a schedule, not a status change
-                let rel = format!("when:{}", c.lemma);
-                f.set(&rel, "schedule", temporal_value(&chunks), Class::Single);
-                f.qual = quals(&chunks, &[]);
-            } else if !person && obj.is_none() {
-                f.set("status", "status", vec![c.lemma.clone()], Class::Single);
+                let rel = Relation::WhenOf(x.c.lemma.clone());
+                f.set(rel, Frame::Schedule, temporal_value(chunks), Class::Single);
+                f.qual = quals(chunks, &[]);
+            } else if !x.person && obj.is_none() {
+                f.set(Relation::Status, Frame::Status, status, Class::Single);
             } else if let Some(o) = obj.filter(|o| o.det == "the" || !o.det.is_empty()) {
-                let owner = owner_of_object(o, &s);
+                let owner = owner_of_object(o, s);
                 f.set_subject(&owner, &canonical_head(&o.toks));
-                f.set("status", "status", vec![c.lemma.clone()], Class::Single);
+                f.set(Relation::Status, Frame::Status, status, Class::Single);
             }
         }
-        l if ACCUM_VERBS.contains(&l) => {
-            f.set(&verb, "activity", all_toks, Class::Accum);
-        }
-        _ => {}
-    }
-    // "i'm in berlin this week": a stay, not a residence
-    if f.frame == "residence" && lemma == "be" && c.transient {
-        f.rel = "stay".to_string();
-        f.frame = "temporary stay";
-        f.class = Class::Accum;
-    }
-    // activities with a time slot: "we deploy on thursdays", "i wake up at 6am"
-    if matches!(f.class, Class::Generic | Class::Accum)
-        && f.rel == verb
-        && temporal
-        && !matches!(lemma, "have" | "be")
-    {
-        f.value = temporal_value(&chunks);
-        f.qual = quals(&chunks, &[]);
-        f.frame = "schedule";
-        if s.owner == "we" && s.head.is_empty() {
-            f.set_subject("", &verb);
-            f.rel = "when".to_string();
-            f.class = Class::Single;
-        } else {
-            f.rel = format!("when:{verb}");
-            f.class = Class::NeedsMarker;
+        VerbRule::Activity => {
+            let rel = Relation::Verb(f.verb.clone());
+            f.set(rel, Frame::Activity, all_toks, Class::Accum);
         }
     }
-    f
 }
 
 pub(super) fn copular(f: &mut Fact, s: &Subj, chunks: &[Chunk]) {
@@ -626,30 +732,30 @@ pub(super) fn copular(f: &mut Fact, s: &Subj, chunks: &[Chunk]) {
     let person = s.is_person();
     let first_prep = first.prep.as_str();
     // relation nouns in the subject: "my name is x", "my job title is x"
-    let owner_level = |f: &mut Fact, rel: &str, frame: &'static str, value: Vec<String>| {
+    let owner_level = |f: &mut Fact, rel: Relation, frame: Frame, value: Vec<String>| {
         let owner = s.owner.clone();
         f.set_subject(&owner, "");
         f.set(rel, frame, value, Class::Single);
     };
     match s.head.as_str() {
-        "name" => return owner_level(f, "name", "name", all),
-        "age" => return owner_level(f, "age", "age", all),
-        "title" => return owner_level(f, "title", "job title", all),
-        "employer" => return owner_level(f, "employer", "employer", all),
+        "name" => return owner_level(f, Relation::Name, Frame::Name, all),
+        "age" => return owner_level(f, Relation::Age, Frame::Age, all),
+        "title" => return owner_level(f, Relation::Title, Frame::JobTitle, all),
+        "employer" => return owner_level(f, Relation::Employer, Frame::Employer, all),
         "job" if matches!(first_prep, "at" | "for" | "with") => {
-            return owner_level(f, "employer", "employer", first.toks.clone())
+            return owner_level(f, Relation::Employer, Frame::Employer, first.toks.clone())
         }
         "home" if matches!(first_prep, "in" | "at" | "near" | "on") => {
-            return owner_level(f, "where", "residence", first.toks.clone())
+            return owner_level(f, Relation::Where, Frame::Residence, first.toks.clone())
         }
-        "team" => return owner_level(f, "team", "team", all),
+        "team" => return owner_level(f, Relation::Team, Frame::Team, all),
         _ => {}
     }
     let status = !person && all.iter().any(|t| STATUS_WORDS.contains(&t.as_str()));
     if first_prep.is_empty() {
         let t = &first.toks;
         if t.len() >= 3 && t[0] == "fan" && t[1] == "of" {
-            f.set("like", "likes", t[2..].to_vec(), Class::Accum);
+            f.set(Relation::Like, Frame::Likes, t[2..].to_vec(), Class::Accum);
             return;
         }
         let years_old = t.len() >= 2
@@ -658,61 +764,95 @@ pub(super) fn copular(f: &mut Fact, s: &Subj, chunks: &[Chunk]) {
                 .iter()
                 .all(|x| matches!(x.as_str(), "year" | "old" | "yo" | "yr"));
         if years_old || (person && t.len() == 1 && is_numberish(&t[0])) {
-            f.set("age", "age", vec![t[0].clone()], Class::Single);
+            f.set(Relation::Age, Frame::Age, vec![t[0].clone()], Class::Single);
             return;
         }
         if person {
             if ROLE_NOUNS.contains(&first.head()) && !first.det.is_empty() {
-                f.set("title", "job title", t.clone(), Class::Single);
+                f.set(Relation::Title, Frame::JobTitle, t.clone(), Class::Single);
             } else if first.head() == "team" {
-                f.set("team", "team", t.clone(), Class::Single);
+                f.set(Relation::Team, Frame::Team, t.clone(), Class::Single);
             } else if let Some(next) = chunks.get(1).filter(|c| !c.is_temporal()) {
                 // "i'm allergic to peanuts", "i'm responsible for billing"
-                let rel = format!("be {} {}", t.join(" "), next.prep);
-                f.set(&rel, "state", next.toks.clone(), Class::Accum);
+                let rel = Relation::State(format!("be {} {}", t.join(" "), next.prep));
+                f.set(rel, Frame::State, next.toks.clone(), Class::Accum);
                 f.qual = quals(chunks, &[first, next]);
             } else {
-                f.set("be", "state", t.clone(), Class::NeedsMarker);
+                f.set(Relation::Be, Frame::State, t.clone(), Class::NeedsMarker);
             }
             return;
         }
         if status {
-            f.set("status", "status", all, Class::Single);
+            f.set(Relation::Status, Frame::Status, all, Class::Single);
         } else if first.is_temporal() {
-            f.set("when", "schedule", temporal_value(chunks), Class::Single);
+            f.set(
+                Relation::When,
+                Frame::Schedule,
+                temporal_value(chunks),
+                Class::Single,
+            );
             f.qual = quals(chunks, &[]);
         } else {
-            f.set("attr", "attribute", t.clone(), Class::Single);
+            f.set(Relation::Attr, Frame::Attribute, t.clone(), Class::Single);
             f.qual = quals(chunks, &[first]);
         }
         return;
     }
     if status {
-        f.set("status", "status", all, Class::Single);
+        f.set(Relation::Status, Frame::Status, all, Class::Single);
     } else if chunks.iter().all(Chunk::is_temporal) {
-        f.set("when", "schedule", temporal_value(chunks), Class::Single);
+        f.set(
+            Relation::When,
+            Frame::Schedule,
+            temporal_value(chunks),
+            Class::Single,
+        );
     } else if first.head() == "team" && matches!(first_prep, "on" | "in") {
-        f.set("team", "team", first.toks.clone(), Class::Single);
+        f.set(
+            Relation::Team,
+            Frame::Team,
+            first.toks.clone(),
+            Class::Single,
+        );
     } else if first_prep == "into" {
-        f.set("like", "likes", first.toks.clone(), Class::Accum);
+        f.set(
+            Relation::Like,
+            Frame::Likes,
+            first.toks.clone(),
+            Class::Accum,
+        );
     } else if let Some(ch) = non_temporal(
         chunks,
         &[
             "in", "on", "at", "near", "inside", "around", "under", "within", "outside",
         ],
     ) {
-        let frame = if person { "residence" } else { "location" };
-        f.set("where", frame, ch.toks.clone(), Class::Single);
+        let frame = if person {
+            Frame::Residence
+        } else {
+            Frame::Location
+        };
+        f.set(Relation::Where, frame, ch.toks.clone(), Class::Single);
         f.qual = quals(chunks, &[ch]);
     } else if first_prep == "from" {
-        f.set("origin", "origin", first.toks.clone(), Class::Single);
+        f.set(
+            Relation::Origin,
+            Frame::Origin,
+            first.toks.clone(),
+            Class::Single,
+        );
     }
 }
 
 pub(super) fn mover(f: &mut Fact, s: &Subj, chunks: &[Chunk]) {
     let Some(t) = any_chunk(chunks, &["to", "into", "onto"]) else {
         if chunks.iter().any(Chunk::is_temporal) && !s.is_person() {
-            f.set("when", "schedule", temporal_value(chunks), Class::Single);
+            f.set(
+                Relation::When,
+                Frame::Schedule,
+                temporal_value(chunks),
+                Class::Single,
+            );
         }
         return;
     };
@@ -732,16 +872,21 @@ pub(super) fn mover(f: &mut Fact, s: &Subj, chunks: &[Chunk]) {
     }
     let person_after = f.head.is_empty();
     if t.is_temporal() {
-        f.set("when", "schedule", temporal_value(chunks), Class::Single);
+        f.set(
+            Relation::When,
+            Frame::Schedule,
+            temporal_value(chunks),
+            Class::Single,
+        );
     } else if t.head() == "team" && person_after {
-        f.set("team", "team", t.toks.clone(), Class::Single);
+        f.set(Relation::Team, Frame::Team, t.toks.clone(), Class::Single);
     } else {
         let frame = if person_after {
-            "residence"
+            Frame::Residence
         } else {
-            "location"
+            Frame::Location
         };
-        f.set("where", frame, t.toks.clone(), Class::Single);
+        f.set(Relation::Where, frame, t.toks.clone(), Class::Single);
     }
 }
 
@@ -760,19 +905,40 @@ pub(super) fn use_like(f: &mut Fact, s: &Subj, chunks: &[Chunk], lemma: &str, pa
         if let (Some(o), Some(l), true) = (obj, loc, shift_verbs) {
             let owner = owner_of_object(o, s);
             f.set_subject(&owner, &canonical_head(&o.toks));
-            f.set("use", "tool", l.toks.clone(), Class::NeedsMarker);
+            f.set(
+                Relation::Use,
+                Frame::Tool,
+                l.toks.clone(),
+                Class::NeedsMarker,
+            );
             f.qual = quals(chunks, &[o, l]);
         } else if let (Some(o), false) = (obj, shift_verbs) {
-            f.set("use", "tool", o.toks.clone(), Class::NeedsMarker);
+            f.set(
+                Relation::Use,
+                Frame::Tool,
+                o.toks.clone(),
+                Class::NeedsMarker,
+            );
             f.qual = quals(chunks, &[o]);
         } else if lemma == "write" {
-            f.set("write", "activity", f.all_toks.clone(), Class::Accum);
+            let rel = Relation::Verb("write".to_string());
+            f.set(rel, Frame::Activity, f.all_toks.clone(), Class::Accum);
         } else if let Some(l) = non_temporal(chunks, &["on", "with"]) {
-            f.set("use", "tool", l.toks.clone(), Class::NeedsMarker);
+            f.set(
+                Relation::Use,
+                Frame::Tool,
+                l.toks.clone(),
+                Class::NeedsMarker,
+            );
             f.qual = quals(chunks, &[l]);
         }
     } else if let Some(v) = obj.or(loc) {
-        f.set("use", "tool", v.toks.clone(), Class::NeedsMarker);
+        f.set(
+            Relation::Use,
+            Frame::Tool,
+            v.toks.clone(),
+            Class::NeedsMarker,
+        );
         f.qual = quals(chunks, &[v]);
     }
 }

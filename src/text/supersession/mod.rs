@@ -27,10 +27,11 @@ mod eval;
 mod frames;
 mod lexicon;
 mod markers;
+mod relation;
 mod tokens;
 
 #[allow(clippy::wildcard_imports)]
-use {clauses::*, compare::*, frames::*, lexicon::*, markers::*, tokens::*};
+use {clauses::*, compare::*, frames::*, lexicon::*, markers::*, relation::*, tokens::*};
 
 pub use eval::{evaluate, parse_pairs_jsonl, Eval, LabelledPair};
 

@@ -489,3 +489,36 @@ fn labelled_set_precision_and_recall() {
     assert!(e.precision >= 0.95, "precision {:.3} < 0.95", e.precision);
     assert!(e.recall >= 0.8, "recall {:.3} < 0.8", e.recall);
 }
+
+#[test]
+fn every_verb_in_the_rule_table_is_a_lemma_the_parser_can_produce() {
+    // "call_me" is made by the clause parser itself; every other row names base forms the
+    // lemmatiser knows, or the row could never be chosen.
+    let unknown: Vec<&str> = VERB_RULES
+        .iter()
+        .flat_map(|(verbs, _)| verbs.iter().copied())
+        .filter(|verb| *verb != "call_me" && !is_verb(verb))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "verbs the lemmatiser never produces: {unknown:?}"
+    );
+}
+
+#[test]
+fn relations_are_the_same_when_spelt_the_same() {
+    // a named relation spelt as a verb is that verb's own: a generic "be" clause is compared
+    // with a state, and "i like hiking on saturdays" is the verb's timed activity
+    assert_eq!(Relation::Be, Relation::Verb("be".to_string()));
+    assert_eq!(Relation::Like, Relation::Verb("like".to_string()));
+    assert_ne!(Relation::Use, Relation::Verb("used".to_string()));
+    assert_eq!(
+        Relation::WhenOf("close".to_string()).to_string(),
+        "when:close"
+    );
+    assert!(rel_compatible(
+        &Relation::When,
+        &Relation::Verb("start".to_string())
+    ));
+    assert!(!rel_compatible(&Relation::When, &Relation::End));
+}
