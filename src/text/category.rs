@@ -3,7 +3,7 @@
 //! Pure and std-only: the text is cut into lower-case words once (contractions expanded), and a
 //! fixed set of word-sequence cues is tried at each word, so the cost is linear in the text.
 
-use super::lexicon::{contracted_ending, contracted_word, IS_AFTER};
+use super::words::{contraction, straighten, Contraction};
 
 /// One of `"preference"`, `"fact"`, `"decision"`, `"context"` for a short memory.
 ///
@@ -76,10 +76,7 @@ fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     for c in text.chars() {
-        let c = match c {
-            '\u{2019}' | '\u{2018}' | '\u{02BC}' | '`' => '\'',
-            _ => c,
-        };
+        let c = straighten(c);
         if c.is_alphanumeric() || (c == '\'' && !word.is_empty()) {
             word.extend(c.to_lowercase());
         } else if !word.is_empty() {
@@ -96,17 +93,16 @@ fn words(text: &str) -> Vec<String> {
 /// Pushes `word` with its contraction expanded ("we'll" -> "we", "will").
 fn push_expanded(out: &mut Vec<String>, word: &str) {
     let word = word.trim_end_matches('\'');
-    if let Some(whole) = contracted_word(word) {
-        out.extend(whole.iter().map(|w| (*w).to_string()));
-        return;
-    }
-    let (stem, tail): (&str, &str) = if let Some(split) = contracted_ending(word) {
-        split
-    } else if let Some(stem) = word.strip_suffix("'s") {
-        // "it's" is "it is"; "Alice's" is a possessive and keeps only the name.
-        (stem, if IS_AFTER.contains(&stem) { "is" } else { "" })
-    } else {
-        (word, "")
+    // "it's" is "it is"; "Alice's" is a possessive and keeps only the name.
+    let (stem, tail): (&str, &str) = match contraction(word) {
+        Some(Contraction::Whole(whole)) => {
+            out.extend(whole.iter().map(|w| (*w).to_string()));
+            return;
+        }
+        Some(Contraction::Ending(stem, ending)) => (stem, ending),
+        Some(Contraction::Is(stem)) => (stem, "is"),
+        Some(Contraction::Possessive(stem)) => (stem, ""),
+        None => (word, ""),
     };
     let stem = stem.trim_matches('\'');
     if !stem.is_empty() {

@@ -9,3 +9,4 @@ pub mod extract;
 pub mod lexicon;
 pub mod specifics;
 pub mod supersession;
+pub mod words;

@@ -128,9 +128,7 @@ pub(super) fn first_word(text: &str) -> (&str, &str) {
 
 /// Lower case, without surrounding punctuation (apostrophes inside kept, curly ones straightened).
 pub(super) fn bare_lower(word: &str) -> String {
-    word.trim_matches(|c: char| !c.is_alphanumeric())
-        .replace('\u{2019}', "'")
-        .to_lowercase()
+    apostrophes_straightened(word.trim_matches(|c: char| !c.is_alphanumeric())).to_lowercase()
 }
 
 /// Text after a leading meta label or intro: "FYI:", "Update:", "Quick recap of the sync:".
@@ -409,7 +407,7 @@ pub(super) fn capitalize_first(text: &str) -> String {
     let plain = word
         .trim_end_matches(|c: char| !c.is_alphanumeric())
         .chars()
-        .all(|c| c.is_lowercase() || c == '\'' || c == '\u{2019}');
+        .all(|c| c.is_lowercase() || is_apostrophe(c));
     let mut chars = text.chars();
     match chars.next() {
         Some(first) if plain && first.is_lowercase() => first.to_uppercase().chain(chars).collect(),

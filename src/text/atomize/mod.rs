@@ -25,6 +25,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use super::lexicon::{undouble, IRREGULAR_FINITE_VERBS, ORG_SUFFIXES};
+use super::words::{apostrophes_straightened, is_apostrophe};
 
 mod boundaries;
 mod cleaning;

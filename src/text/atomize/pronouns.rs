@@ -15,11 +15,11 @@ pub(super) fn replace_pronoun(words: &[&str], antecedent: &Subject) -> Option<St
     let raw = words[at];
     let core_len = raw
         .char_indices()
-        .take_while(|(_, c)| c.is_alphabetic() || *c == '\'' || *c == '\u{2019}')
+        .take_while(|(_, c)| c.is_alphabetic() || is_apostrophe(*c))
         .last()
         .map_or(0, |(i, c)| i + c.len_utf8());
     let (core, trailing) = raw.split_at(core_len);
-    let lower = core.to_lowercase().replace('\u{2019}', "'");
+    let lower = apostrophes_straightened(&core.to_lowercase()).into_owned();
     let (pronoun, contraction) = lower.split_once('\'').unwrap_or((lower.as_str(), ""));
     let possessive = matches!(pronoun, "his" | "her" | "its" | "their");
     let agrees = |referent: Referent| match pronoun {

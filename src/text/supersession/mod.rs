@@ -35,7 +35,8 @@ use {clauses::*, compare::*, frames::*, lexicon::*, markers::*, relation::*, tok
 
 pub use eval::{evaluate, parse_pairs_jsonl, Eval, LabelledPair};
 
-use crate::text::lexicon::{contracted_ending, contracted_word, undouble, IS_AFTER, ORG_SUFFIXES};
+use crate::text::lexicon::{undouble, ORG_SUFFIXES};
+use crate::text::words::{contraction, straightened, Contraction};
 
 #[cfg(test)]
 mod tests;

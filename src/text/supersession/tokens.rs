@@ -277,25 +277,19 @@ pub(super) fn stem(w: &str) -> String {
 
 /// split a contraction-bearing lowercase word into plain words.
 pub(super) fn expand(lower: &str) -> Vec<String> {
-    if let Some(words) = contracted_word(lower) {
-        return words.iter().map(|w| w.to_string()).collect();
+    let pair = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+    match contraction(lower) {
+        Some(Contraction::Whole(words)) => words.iter().map(|w| w.to_string()).collect(),
+        Some(Contraction::Ending(b, full)) if full == "not" || !b.is_empty() => pair(b, full),
+        Some(Contraction::Is(b)) => pair(b, "is"),
+        // the possessive stays a token: "john's dog" keys the dog to john
+        Some(Contraction::Possessive(b)) if !b.is_empty() => pair(b, "'s"),
+        Some(_) => vec![lower.to_string()],
+        None => match lower.strip_suffix("s'") {
+            Some(b) => vec![format!("{b}s"), "'s".to_string()],
+            None => vec![lower.to_string()],
+        },
     }
-    if let Some((b, full)) = contracted_ending(lower) {
-        if full == "not" || !b.is_empty() {
-            return vec![b.to_string(), full.to_string()];
-        }
-    }
-    if let Some(b) = lower.strip_suffix("'s") {
-        if b.is_empty() {
-            return vec![lower.to_string()];
-        }
-        let is_is = IS_AFTER.contains(&b);
-        return vec![b.to_string(), if is_is { "is" } else { "'s" }.to_string()];
-    }
-    if let Some(b) = lower.strip_suffix("s'") {
-        return vec![format!("{b}s"), "'s".to_string()];
-    }
-    vec![lower.to_string()]
 }
 
 pub(super) fn spelling(w: &str) -> String {
@@ -307,8 +301,7 @@ pub(super) fn spelling(w: &str) -> String {
 
 /// tokenise a memory. returns the tokens and whether it reads as a question.
 pub(super) fn tokenize(text: &str) -> (Vec<Tok>, bool) {
-    let text = text
-        .replace(['\u{2019}', '\u{2018}', '`'], "'")
+    let text = straightened(text)
         .replace(['\u{201c}', '\u{201d}'], "\"")
         .replace(['\u{2014}', '\u{2013}'], " , ");
     let trimmed = text.trim();
