@@ -5,6 +5,10 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
 use super::{accounts, billing, erasure, health, memories, vault};
+use crate::http::billing::dto::{
+    ChangePlanBody, ChangePlanView, CheckoutBody, CheckoutView, PortalBody, PortalView,
+    SubscriptionView, WebhookAnswer,
+};
 use crate::model::accounts::{Role, SubscriptionStatus};
 use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
 use crate::model::{Category, PlanName, Ranking, Rating, Source};
@@ -13,10 +17,6 @@ use crate::services::accounts::{
     CreateWorkspace, InvitationAccepted, InvitationCreated, InvitationView, MemberChanged,
     MemberView, SessionInfo, SessionView, SignIn, SignUp, Team, TeamMember, UserView,
     WorkspaceCreated, WorkspaceList, WorkspaceView,
-};
-use crate::services::billing::{
-    ChangePlanBody, ChangePlanView, CheckoutBody, CheckoutView, PortalBody, PortalView,
-    SubscriptionView, WebhookAnswer,
 };
 use crate::services::memories::{
     CreateMemory, FeedbackInput, ForgetInput, Graph, GraphLink, GraphMeta, GraphNode, History,

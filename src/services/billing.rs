@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use memvault_actors::{EndpointClass, PlanTable, Workspaces};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{admit, Caller, Gate, Identity, Principal};
@@ -28,18 +27,17 @@ use crate::storage::Store;
 /// The plan a checkout buys when the body names none.
 pub const DEFAULT_CHECKOUT_PLAN: Plan = Plan::Pro;
 
-// ----- request and response bodies ----------------------------------------------------------
+// ----- inputs and results ---------------------------------------------------------------------
 
-/// A workspace's subscription (contract part 2), with its provider.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SubscriptionView {
-    /// `null` until the plan was first changed through billing.
+/// A workspace's subscription: its plan, status, usage against the plan's memory limit, and
+/// provider.
+#[derive(Debug, Clone)]
+pub struct Subscription {
+    /// `None` until the plan was first changed through billing.
     pub id: Option<Uuid>,
     pub workspace_id: Uuid,
-    /// The user who last changed the plan (`null` for the command line).
+    /// The user who last changed the plan (`None` for the command line).
     pub user_id: Option<String>,
-    #[schema(value_type = crate::model::PlanName)]
     pub plan: Plan,
     pub status: SubscriptionStatus,
     /// Current memories in all scopes.
@@ -51,65 +49,33 @@ pub struct SubscriptionView {
     pub cancelled_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct SubscriptionQuery {
-    /// The workspace; a member of several must name it (400 otherwise).
-    #[param(value_type = Option<Uuid>)]
-    pub workspace_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CheckoutBody {
-    #[schema(value_type = Option<Uuid>)]
-    pub workspace_id: Option<String>,
-    /// The paid plan to buy: `hobby`, `pro` (default) or `ultimate`.
-    #[schema(pattern = r"^\s*(?:hobby|pro|ultimate)\s*$")]
-    pub plan: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CheckoutView {
+/// A checkout opened at the provider: where to pay or confirm.
+#[derive(Debug, Clone)]
+pub struct CheckoutOpened {
     pub url: String,
     pub session_id: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PortalBody {
-    #[schema(value_type = Option<Uuid>)]
-    pub workspace_id: Option<String>,
+/// What a plan change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanChanged {
+    /// The workspace was on that plan already.
+    Already(Plan),
+    /// Applied here at once (the local provider).
+    Applied(Plan),
+    /// Sent to the hosted provider; applied when its webhook confirms it.
+    Sent(Plan),
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct PortalView {
-    pub url: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChangePlanBody {
-    #[schema(value_type = Option<Uuid>)]
-    pub workspace_id: Option<String>,
-    /// `free`, `hobby`, `pro` or `ultimate`.
-    #[schema(value_type = String, required = true, pattern = r"^\s*(?:free|hobby|pro|ultimate)\s*$")]
-    pub plan: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct ChangePlanView {
-    pub success: bool,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct WebhookAnswer {
-    pub received: bool,
+/// What became of a webhook delivery (each is acknowledged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookReceipt {
+    /// Applied (or about nothing this server has).
+    Applied,
     /// A webhook id seen before: nothing was applied again.
-    pub duplicate: bool,
+    Duplicate,
+    /// Older than the last event applied to the subscription: recorded, not applied.
+    Stale,
 }
 
 /// A local checkout as its confirmation page shows it.
@@ -129,7 +95,7 @@ pub struct LocalCheckout {
 pub struct PortalPage {
     pub workspace_id: Uuid,
     pub workspace_name: String,
-    pub subscription: SubscriptionView,
+    pub subscription: Subscription,
     pub can_change: bool,
     pub provider: ProviderKind,
 }
@@ -197,16 +163,30 @@ pub fn plan_after(status: SubscriptionStatus, product_plan: Option<Plan>) -> Opt
     }
 }
 
-fn plan_value(field: &str, raw: Option<&str>, default: Option<Plan>) -> Result<Plan> {
+/// The plan a request names (field `plan`), or `default` when it names none.
+pub fn plan_choice(raw: Option<&str>, default: Option<Plan>) -> Result<Plan> {
     match raw.map(str::trim) {
         None => default
-            .ok_or_else(|| Error::validation(field, "is required: free, hobby, pro or ultimate")),
+            .ok_or_else(|| Error::validation("plan", "is required: free, hobby, pro or ultimate")),
         Some(raw) => Plan::from_str(raw)
-            .map_err(|_| Error::validation(field, "must be one of free, hobby, pro, ultimate")),
+            .map_err(|_| Error::validation("plan", "must be one of free, hobby, pro, ultimate")),
     }
 }
 
-fn workspace_value(raw: Option<&str>) -> Result<Option<Uuid>> {
+/// The paid plan a checkout buys: the one named, else [`DEFAULT_CHECKOUT_PLAN`]; never free.
+pub fn checkout_plan(raw: Option<&str>) -> Result<Plan> {
+    let plan = plan_choice(raw, Some(DEFAULT_CHECKOUT_PLAN))?;
+    if plan == Plan::Free {
+        return Err(Error::validation(
+            "plan",
+            "checkout is for a paid plan (hobby, pro or ultimate); use change-plan to go back to free",
+        ));
+    }
+    Ok(plan)
+}
+
+/// The workspace a request names (field `workspaceId`), if any.
+pub fn workspace_choice(raw: Option<&str>) -> Result<Option<Uuid>> {
     match raw {
         None => Ok(None),
         Some(raw) => Uuid::parse_str(raw)
@@ -282,7 +262,7 @@ impl BillingService {
         Ok(caller)
     }
 
-    async fn view(&self, workspace_id: Uuid) -> Result<SubscriptionView> {
+    async fn view(&self, workspace_id: Uuid) -> Result<Subscription> {
         let workspace = self
             .store
             .workspace(workspace_id)
@@ -295,7 +275,7 @@ impl BillingService {
             .count_current_memories(workspace_id)
             .await?
             .max(0) as u64;
-        Ok(SubscriptionView {
+        Ok(Subscription {
             id: record.as_ref().map(|r| r.id),
             workspace_id,
             user_id: record
@@ -319,12 +299,7 @@ impl BillingService {
     }
 
     /// `GET /api/subscription/current`: every member may read it.
-    pub async fn current(
-        &self,
-        who: &Principal,
-        query: SubscriptionQuery,
-    ) -> Result<SubscriptionView> {
-        let workspace = workspace_value(query.workspace_id.as_deref())?;
+    pub async fn current(&self, who: &Principal, workspace: Option<Uuid>) -> Result<Subscription> {
         let caller = self.enter(who, workspace, Need::Read).await?;
         self.view(caller.workspace_id).await
     }
@@ -334,17 +309,10 @@ impl BillingService {
     pub async fn checkout(
         &self,
         who: &Principal,
-        input: CheckoutBody,
+        workspace: Option<Uuid>,
+        plan: Plan,
         base_url: &str,
-    ) -> Result<CheckoutView> {
-        let workspace = workspace_value(input.workspace_id.as_deref())?;
-        let plan = plan_value("plan", input.plan.as_deref(), Some(DEFAULT_CHECKOUT_PLAN))?;
-        if plan == Plan::Free {
-            return Err(Error::validation(
-                "plan",
-                "checkout is for a paid plan (hobby, pro or ultimate); use change-plan to go back to free",
-            ));
-        }
+    ) -> Result<CheckoutOpened> {
         let caller = self.enter(who, workspace, Need::Own).await?;
         let user_id = who
             .user_id()
@@ -366,7 +334,7 @@ impl BillingService {
             })
             .await?;
         tracing::info!(workspace_id = %caller.workspace_id, %plan, session_id = %session.session_id, "checkout opened");
-        Ok(CheckoutView {
+        Ok(CheckoutOpened {
             url: session.url,
             session_id: session.session_id,
         })
@@ -376,35 +344,30 @@ impl BillingService {
     pub async fn portal(
         &self,
         who: &Principal,
-        input: PortalBody,
+        workspace: Option<Uuid>,
         base_url: &str,
-    ) -> Result<PortalView> {
-        let workspace = workspace_value(input.workspace_id.as_deref())?;
+    ) -> Result<String> {
         let caller = self.enter(who, workspace, Need::Own).await?;
         let record = self.store.subscription(caller.workspace_id).await?;
         let url = self
             .provider
             .portal(caller.workspace_id, record.as_ref(), base_url)
             .await?;
-        Ok(PortalView { url })
+        Ok(url)
     }
 
     /// `POST /api/subscription/change-plan` (owners).
     pub async fn change_plan(
         &self,
         who: &Principal,
-        input: ChangePlanBody,
-    ) -> Result<ChangePlanView> {
-        let workspace = workspace_value(input.workspace_id.as_deref())?;
-        let plan = plan_value("plan", input.plan.as_deref(), None)?;
+        workspace: Option<Uuid>,
+        plan: Plan,
+    ) -> Result<PlanChanged> {
         let caller = self.enter(who, workspace, Need::Own).await?;
         let record = self.store.subscription(caller.workspace_id).await?;
         let current = self.view(caller.workspace_id).await?.plan;
         if current == plan {
-            return Ok(ChangePlanView {
-                success: true,
-                message: format!("the workspace is already on the {plan} plan"),
-            });
+            return Ok(PlanChanged::Already(plan));
         }
         let outcome = self
             .provider
@@ -418,18 +381,9 @@ impl BillingService {
             PlanChangeOutcome::Applied => {
                 self.apply(caller.workspace_id, who.user_id(), plan, record)
                     .await?;
-                Ok(ChangePlanView {
-                    success: true,
-                    message: format!("the workspace is now on the {plan} plan"),
-                })
+                Ok(PlanChanged::Applied(plan))
             }
-            PlanChangeOutcome::Pending => Ok(ChangePlanView {
-                success: true,
-                message: format!(
-                    "the change to the {plan} plan was sent to the billing provider; it applies \
-                     when the provider confirms it"
-                ),
-            }),
+            PlanChangeOutcome::Pending => Ok(PlanChanged::Sent(plan)),
         }
     }
 
@@ -580,7 +534,7 @@ impl BillingService {
 
     /// `POST /api/webhooks/billing`: a signed event from the hosted provider. Applied once per
     /// webhook id, in the same transaction as its effect.
-    pub async fn webhook(&self, headers: WebhookHeaders, body: &[u8]) -> Result<WebhookAnswer> {
+    pub async fn webhook(&self, headers: WebhookHeaders, body: &[u8]) -> Result<WebhookReceipt> {
         let secret = match (&self.webhook_secret, self.provider.kind()) {
             (Some(secret), ProviderKind::Hosted) => secret,
             _ => {
@@ -619,17 +573,11 @@ impl BillingService {
         match outcome {
             WebhookOutcome::Duplicate => {
                 tracing::info!(%webhook_id, kind = %crate::loggable::loggable(&event.kind), "webhook replayed: ignored");
-                return Ok(WebhookAnswer {
-                    received: true,
-                    duplicate: true,
-                });
+                return Ok(WebhookReceipt::Duplicate);
             }
             WebhookOutcome::Stale => {
                 tracing::info!(%webhook_id, kind = %crate::loggable::loggable(&event.kind), "webhook older than the last one applied: recorded, not applied");
-                return Ok(WebhookAnswer {
-                    received: true,
-                    duplicate: false,
-                });
+                return Ok(WebhookReceipt::Stale);
             }
             WebhookOutcome::Applied => {}
         }
@@ -651,10 +599,7 @@ impl BillingService {
                 tracing::info!(%webhook_id, kind = %crate::loggable::loggable(&event.kind), "webhook acknowledged, nothing to apply")
             }
         }
-        Ok(WebhookAnswer {
-            received: true,
-            duplicate: false,
-        })
+        Ok(WebhookReceipt::Applied)
     }
 
     /// What an event changes: `None` for events that are not about a subscription, or about
@@ -781,16 +726,11 @@ mod tests {
 
     #[test]
     fn plans_are_validated_with_the_field_named() {
-        assert_eq!(plan_value("plan", Some("pro"), None).unwrap(), Plan::Pro);
-        assert_eq!(
-            plan_value("plan", None, Some(Plan::Hobby)).unwrap(),
-            Plan::Hobby
-        );
-        let missing = plan_value("plan", None, None).unwrap_err().to_string();
+        assert_eq!(plan_choice(Some("pro"), None).unwrap(), Plan::Pro);
+        assert_eq!(plan_choice(None, Some(Plan::Hobby)).unwrap(), Plan::Hobby);
+        let missing = plan_choice(None, None).unwrap_err().to_string();
         assert!(missing.starts_with("invalid plan:"), "{missing}");
-        let wrong = plan_value("plan", Some("gold"), None)
-            .unwrap_err()
-            .to_string();
+        let wrong = plan_choice(Some("gold"), None).unwrap_err().to_string();
         assert!(wrong.contains("free, hobby, pro, ultimate"), "{wrong}");
     }
 }

@@ -1,6 +1,8 @@
 //! Subscription handlers (cookie only), the hosted provider's webhook, and the two pages of
-//! the local provider: a checkout to confirm and a portal to switch plans. Extract, call
-//! [`BillingService`](crate::services::billing::BillingService), answer.
+//! the local provider: a checkout to confirm and a portal to switch plans. Extract, parse
+//! ([`dto`]), call [`BillingService`](crate::services::billing::BillingService), answer.
+
+pub mod dto;
 
 use std::collections::HashMap;
 
@@ -17,11 +19,12 @@ use super::AppState;
 use crate::billing::ProviderKind;
 use crate::error::Error;
 use crate::model::Plan;
-use crate::services::billing::{
-    ChangePlanBody, ChangePlanView, CheckoutBody, CheckoutView, LocalCheckout, PortalBody,
-    PortalPage, PortalView, SubscriptionQuery, SubscriptionView, WebhookAnswer, WebhookHeaders,
-};
+use crate::services::billing::{plan_choice, LocalCheckout, PortalPage, WebhookHeaders};
 use crate::services::Principal;
+use dto::{
+    ChangePlanBody, ChangePlanView, CheckoutBody, CheckoutView, PortalBody, PortalView,
+    SubscriptionQuery, SubscriptionView, WebhookAnswer,
+};
 
 /// The workspace's plan, status and usage against `memoryLimit`. Cookie only; every member.
 #[utoipa::path(get, path = "/api/subscription/current", tag = "subscription",
@@ -36,7 +39,8 @@ pub async fn current(
     who: Principal,
     ApiQuery(query): ApiQuery<SubscriptionQuery>,
 ) -> Result<Json<SubscriptionView>, Error> {
-    Ok(Json(state.billing.current(&who, query).await?))
+    let workspace = query.parse()?;
+    Ok(Json(state.billing.current(&who, workspace).await?.into()))
 }
 
 /// Opens a checkout for a paid plan (`plan`, default `pro`). Owners only. With the local
@@ -58,8 +62,10 @@ pub async fn checkout(
     headers: HeaderMap,
     ApiJson(input): ApiJson<CheckoutBody>,
 ) -> Result<Json<CheckoutView>, Error> {
+    let (workspace, plan) = input.parse()?;
     let base = state.web.base_url(&headers);
-    Ok(Json(state.billing.checkout(&who, input, &base).await?))
+    let opened = state.billing.checkout(&who, workspace, plan, &base).await?;
+    Ok(Json(opened.into()))
 }
 
 /// The billing portal's address. Owners only.
@@ -78,8 +84,10 @@ pub async fn portal(
     headers: HeaderMap,
     ApiJson(input): ApiJson<PortalBody>,
 ) -> Result<Json<PortalView>, Error> {
+    let workspace = input.parse()?;
     let base = state.web.base_url(&headers);
-    Ok(Json(state.billing.portal(&who, input, &base).await?))
+    let url = state.billing.portal(&who, workspace, &base).await?;
+    Ok(Json(PortalView { url }))
 }
 
 /// Changes the plan (`plan`: `free`, `hobby`, `pro`, `ultimate`). Owners only. Local provider:
@@ -99,7 +107,14 @@ pub async fn change_plan(
     who: Principal,
     ApiJson(input): ApiJson<ChangePlanBody>,
 ) -> Result<Json<ChangePlanView>, Error> {
-    Ok(Json(state.billing.change_plan(&who, input).await?))
+    let (workspace, plan) = input.parse()?;
+    Ok(Json(
+        state
+            .billing
+            .change_plan(&who, workspace, plan)
+            .await?
+            .into(),
+    ))
 }
 
 fn header_value(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -128,7 +143,7 @@ pub async fn webhook(
         timestamp: header_value(&headers, "webhook-timestamp"),
         signature: header_value(&headers, "webhook-signature"),
     };
-    Ok(Json(state.billing.webhook(signed, &body).await?))
+    Ok(Json(state.billing.webhook(signed, &body).await?.into()))
 }
 
 // ----- the local provider's pages --------------------------------------------------------------
@@ -253,10 +268,10 @@ pub async fn portal_change(
 ) -> Result<Response, Error> {
     let workspace_id = uuid::Uuid::parse_str(workspace_id.trim())
         .map_err(|_| Error::NotFound("workspace not found".to_string()))?;
-    let input = ChangePlanBody {
-        workspace_id: Some(workspace_id.to_string()),
-        plan: form.get("plan").cloned(),
-    };
-    state.billing.change_plan(&who, input).await?;
+    let plan = plan_choice(form.get("plan").map(String::as_str), None)?;
+    state
+        .billing
+        .change_plan(&who, Some(workspace_id), plan)
+        .await?;
     Ok(Redirect::to(&format!("/billing/portal/{workspace_id}")).into_response())
 }
