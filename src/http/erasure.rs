@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::accounts::dto::WorkspaceParam;
 use super::error::ErrorBody;
 use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::Error;
-use crate::services::accounts::WorkspaceParam;
 use crate::services::memories::ScopeParams;
 use crate::services::Principal;
 use crate::storage::erasure::{Eraser, ErasureCounts, ErasureRecord};

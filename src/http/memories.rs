@@ -5,11 +5,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use super::accounts::dto::WorkspaceParam;
 use super::error::ErrorBody;
 use super::extract::{ApiJson, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::Error;
-use crate::services::accounts::WorkspaceParam;
 use crate::services::memories::{
     CreateMemory, CreateOutcome, FeedbackInput, ForgetInput, Graph, GraphParams, History,
     JobAccepted, JobView, ListParams, MemoryList, MemoryView, Profile, ProfileParams, SaveResult,

@@ -10,12 +10,13 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Json;
 
+use super::accounts::dto::SignIn;
 use super::error::KeepBody;
 use super::extract::{session_cookie, ClientAddr};
 use super::web::escape_html as esc;
 use super::AppState;
 use crate::model::accounts::{Membership, Scope};
-use crate::services::accounts::{AccountsService, SignIn};
+use crate::services::accounts::AccountsService;
 use crate::services::oauth::{
     AuthorizeFailure, AuthorizeParams, AuthorizeRequest, OAuthError, RevokeForm, TokenForm,
 };
@@ -306,7 +307,7 @@ pub async fn sign_in(
         email: field("email"),
         password: field("password"),
     };
-    match state.accounts.sign_in(from, input).await {
+    match state.accounts.sign_in(from, input.parse()).await {
         Ok(signed) => {
             let cookie = state.web.session_cookie(&signed.token);
             let mut response = Redirect::to(&authorize_path(&params)).into_response();

@@ -3,21 +3,21 @@
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::error::ErrorBody;
-use super::{accounts, billing, erasure, health, memories, vault};
-use crate::http::billing::dto::{
-    ChangePlanBody, ChangePlanView, CheckoutBody, CheckoutView, PortalBody, PortalView,
-    SubscriptionView, WebhookAnswer,
-};
-use crate::model::accounts::{Role, SubscriptionStatus};
-use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
-use crate::model::{Category, PlanName, Ranking, Rating, Source};
-use crate::services::accounts::{
+use super::accounts::dto::{
     ApiKeyCreated, ApiKeyList, ApiKeyView, ChangeRole, CreateApiKey, CreateInvitation,
     CreateWorkspace, InvitationAccepted, InvitationCreated, InvitationView, MemberChanged,
     MemberView, SessionInfo, SessionView, SignIn, SignUp, Team, TeamMember, UserView,
     WorkspaceCreated, WorkspaceList, WorkspaceView,
 };
+use super::billing::dto::{
+    ChangePlanBody, ChangePlanView, CheckoutBody, CheckoutView, PortalBody, PortalView,
+    SubscriptionView, WebhookAnswer,
+};
+use super::error::ErrorBody;
+use super::{accounts, billing, erasure, health, memories, vault};
+use crate::model::accounts::{Role, SubscriptionStatus};
+use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
+use crate::model::{Category, PlanName, Ranking, Rating, Source};
 use crate::services::memories::{
     CreateMemory, FeedbackInput, ForgetInput, Graph, GraphLink, GraphMeta, GraphNode, History,
     HistoryEntry, JobAccepted, JobPart, JobView, MemoryList, MemoryListItem, MemoryView, Profile,

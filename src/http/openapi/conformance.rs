@@ -17,16 +17,16 @@ use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::document;
+use crate::http::accounts::dto::{
+    ApiKeyCreated, ApiKeyList, InvitationAccepted, InvitationCreated, MemberChanged, SessionView,
+    Team, WorkspaceCreated, WorkspaceList,
+};
 use crate::http::billing::dto::{
     ChangePlanView, CheckoutView, PortalView, SubscriptionView, WebhookAnswer,
 };
 use crate::http::erasure::{Erasure, ErasureList};
 use crate::http::error::ErrorBody;
 use crate::http::health::{ClusterView, Health, NodeView, Readiness};
-use crate::services::accounts::{
-    ApiKeyCreated, ApiKeyList, InvitationAccepted, InvitationCreated, MemberChanged, SessionView,
-    Team, WorkspaceCreated, WorkspaceList,
-};
 use crate::services::memories::{
     Graph, History, JobAccepted, JobView, MemoryList, MemoryView, Profile, SaveResult,
     SearchResults, Success,

@@ -1,71 +1,32 @@
 //! Invitations: inviting an email address into a workspace with a role, revoking a pending
 //! invitation, and accepting one with its single-use token.
 
-use chrono::{DateTime, Utc};
 use memvault_actors::EndpointClass;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::inputs::{NewInvitation, Parsed};
 use super::keys::hash_key;
-use super::team::MemberView;
-use super::workspaces::WorkspaceView;
-use super::{email, generate_token, path_id, role_value, AccountsService};
+use super::workspaces::WorkspaceRole;
+use super::{generate_token, path_id, AccountsService};
 use crate::error::{Error, Result};
 use crate::model::accounts::{InvitationRecord, MemberRecord, Need, Role};
 use crate::model::{now, to_micros};
 use crate::services::access::not_a_member;
-use crate::services::memories::Success;
 use crate::services::{Identity, Principal};
 use crate::storage::accounts::Acceptance;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InvitationView {
-    pub id: Uuid,
-    pub workspace_id: Uuid,
-    pub email: String,
-    pub role: Role,
-    pub expires_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-}
-
-impl From<InvitationRecord> for InvitationView {
-    fn from(i: InvitationRecord) -> Self {
-        InvitationView {
-            id: i.id,
-            workspace_id: i.workspace_id,
-            email: i.email,
-            role: i.role,
-            expires_at: i.expires_at,
-            created_at: i.created_at,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateInvitation {
-    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
-    pub email: Option<String>,
-    /// `admin`, `member` or `viewer` (default `member`).
-    #[schema(pattern = r"^\s*(?:admin|member|viewer)\s*$")]
-    pub role: Option<String>,
-}
-
-/// A new invitation and its single-use token (shown once: share it with the invitee, who
-/// accepts it signed in with the invited email at `POST /api/invitations/{token}/accept`).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InvitationCreated {
-    pub invitation: InvitationView,
+/// A new invitation and its single-use token (shown once).
+#[derive(Debug, Clone)]
+pub struct IssuedInvitation {
+    pub invitation: InvitationRecord,
     pub token: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct InvitationAccepted {
-    pub workspace: WorkspaceView,
-    pub member: MemberView,
+/// An accepted invitation: the workspace joined (with the new role in it) and the membership.
+#[derive(Debug, Clone)]
+pub struct Joined {
+    pub workspace: WorkspaceRole,
+    pub member: MemberRecord,
 }
 
 impl AccountsService {
@@ -74,16 +35,14 @@ impl AccountsService {
         &self,
         who: &Principal,
         workspace_id: &str,
-        input: CreateInvitation,
-    ) -> Result<InvitationCreated> {
+        input: Parsed<NewInvitation>,
+    ) -> Result<IssuedInvitation> {
         let (workspace_id, _) = self
             .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        let email = email(input.email.as_deref())?;
-        let role = match input.role.as_deref() {
-            None => Role::Member,
-            Some(raw) => role_value("role", raw, &[Role::Admin, Role::Member, Role::Viewer])?,
-        };
+        let input = input?;
+        let email = input.email.into_string();
+        let role = input.role.unwrap_or(Role::Member);
         self.doors.invitations_by_workspace.check(workspace_id)?;
         let members = self.store.members(workspace_id).await?;
         if members.iter().any(|m| m.email == email) {
@@ -110,10 +69,7 @@ impl AccountsService {
         self.store
             .insert_invitation(&invitation, &hash_key(&token))
             .await?;
-        Ok(InvitationCreated {
-            invitation: invitation.into(),
-            token,
-        })
+        Ok(IssuedInvitation { invitation, token })
     }
 
     /// `DELETE /api/workspaces/{workspaceId}/invitations/{invitationId}`.
@@ -122,7 +78,7 @@ impl AccountsService {
         who: &Principal,
         workspace_id: &str,
         invitation_id: &str,
-    ) -> Result<Success> {
+    ) -> Result<()> {
         let (workspace_id, _) = self
             .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
@@ -136,16 +92,12 @@ impl AccountsService {
                 "invitation not found (or no longer pending)".to_string(),
             ));
         }
-        Ok(Success { success: true })
+        Ok(())
     }
 
     /// `POST /api/invitations/{token}/accept`: the signed-in user whose email was invited
     /// joins with the invitation's role.
-    pub async fn accept_invitation(
-        &self,
-        who: &Principal,
-        token: &str,
-    ) -> Result<InvitationAccepted> {
+    pub async fn accept_invitation(&self, who: &Principal, token: &str) -> Result<Joined> {
         let (user_id, _) = Self::signed_in_user(who, "accepting an invitation")?;
         let not_found = || Error::NotFound("invitation not found".to_string());
         if token.is_empty() || token.len() > 200 {
@@ -211,9 +163,9 @@ impl AccountsService {
             .into_iter()
             .find(|m| m.workspace_id == invitation.workspace_id)
             .ok_or_else(not_a_member)?;
-        Ok(InvitationAccepted {
+        Ok(Joined {
             workspace: workspace.into(),
-            member: MemberView::from(&member),
+            member,
         })
     }
 }

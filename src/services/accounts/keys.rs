@@ -4,20 +4,18 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use memvault_actors::EndpointClass;
 use rand::distr::{Alphanumeric, SampleString};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{path_id, role_value, text, AccountsService, MAX_NAME_CHARS};
+use super::inputs::{NewKey, Parsed};
+use super::{path_id, AccountsService};
 use crate::error::{Error, Result};
 use crate::model::accounts::{Need, Role};
 use crate::model::{now, to_micros, ApiKey};
 use crate::services::cluster::events::ClusterEvent;
-use crate::services::memories::Success;
 use crate::services::{Identity, Principal};
 
 pub const KEY_PREFIX: &str = "mc_";
@@ -62,54 +60,10 @@ pub fn hash_key(raw: &str) -> String {
     hex::encode(Sha256::digest(raw.as_bytes()))
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ApiKeyView {
-    pub id: Uuid,
-    pub name: String,
-    /// The first characters of the key, for telling keys apart.
-    pub prefix: String,
-    /// The role the key acts with (never above its maker's).
-    pub role: Role,
-    pub created_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
-}
-
-impl From<ApiKey> for ApiKeyView {
-    fn from(k: ApiKey) -> Self {
-        ApiKeyView {
-            id: k.id,
-            name: k.name,
-            prefix: k.prefix,
-            role: k.role,
-            created_at: k.created_at,
-            last_used_at: k.last_used_at,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ApiKeyList {
-    pub api_keys: Vec<ApiKeyView>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateApiKey {
-    /// 1 to 100 characters (no control characters).
-    #[schema(value_type = String, required = true, max_length = 100, pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$")]
-    pub name: Option<String>,
-    /// The role the key acts with; default and most: the caller's own.
-    #[schema(value_type = Option<Role>)]
-    pub role: Option<String>,
-}
-
-/// A new key: shown once.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ApiKeyCreated {
-    pub api_key: ApiKeyView,
+/// A new key: its record, and the raw key (shown once).
+#[derive(Debug, Clone)]
+pub struct IssuedKey {
+    pub api_key: ApiKey,
     pub key: String,
 }
 
@@ -194,19 +148,11 @@ impl AccountsService {
     }
 
     /// `GET /api/workspaces/{workspaceId}/api-keys`.
-    pub async fn list_keys(&self, who: &Principal, workspace_id: &str) -> Result<ApiKeyList> {
+    pub async fn list_keys(&self, who: &Principal, workspace_id: &str) -> Result<Vec<ApiKey>> {
         let (workspace_id, _) = self
             .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Read)
             .await?;
-        Ok(ApiKeyList {
-            api_keys: self
-                .store
-                .api_keys(workspace_id)
-                .await?
-                .into_iter()
-                .map(ApiKeyView::from)
-                .collect(),
-        })
+        Ok(self.store.api_keys(workspace_id).await?)
     }
 
     /// `POST /api/workspaces/{workspaceId}/api-keys`: the key is shown once.
@@ -214,21 +160,21 @@ impl AccountsService {
         &self,
         who: &Principal,
         workspace_id: &str,
-        input: CreateApiKey,
-    ) -> Result<ApiKeyCreated> {
+        input: Parsed<NewKey>,
+    ) -> Result<IssuedKey> {
         let (workspace_id, caller) = self
             .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
-        let name = text("name", input.name.as_deref(), MAX_NAME_CHARS)?
-            .ok_or_else(|| Error::validation("name", "is required"))?;
+        let input = input?;
+        let name = input.name.into_string();
         let allowed: Vec<Role> = Role::ALL
             .iter()
             .copied()
             .filter(|r| r.rank() <= caller.role.rank())
             .collect();
-        let role = match input.role.as_deref() {
+        let role = match input.role {
             None => caller.role,
-            Some(raw) => role_value("role", raw, &allowed)?,
+            Some(requested) => requested.within("role", &allowed)?,
         };
         let created_by = match &who.identity {
             Identity::User { user_id, .. } | Identity::Token { user_id, .. } => Some(*user_id),
@@ -247,8 +193,8 @@ impl AccountsService {
             revoked_at: None,
         };
         self.store.insert_api_key(&api_key, &key.hash).await?;
-        Ok(ApiKeyCreated {
-            api_key: api_key.into(),
+        Ok(IssuedKey {
+            api_key,
             key: key.raw,
         })
     }
@@ -259,7 +205,7 @@ impl AccountsService {
         who: &Principal,
         workspace_id: &str,
         key_id: &str,
-    ) -> Result<Success> {
+    ) -> Result<()> {
         let (workspace_id, _) = self
             .enter_workspace(who, workspace_id, Need::Manage, EndpointClass::Write)
             .await?;
@@ -272,7 +218,7 @@ impl AccountsService {
             return Err(Error::NotFound("API key not found".to_string()));
         }
         self.forget_cached_keys();
-        Ok(Success { success: true })
+        Ok(())
     }
 }
 

@@ -17,10 +17,11 @@ use super::abuse::Doors;
 use super::cluster::events::{ClusterEvent, Events};
 use super::{admit, Caller, Gate, Identity, Principal};
 use crate::error::{Error, Result};
-use crate::model::accounts::{Need, Role};
+use crate::model::accounts::Need;
 use crate::model::Source;
 use crate::storage::Store;
 
+mod inputs;
 mod invitations;
 mod keys;
 mod password;
@@ -28,21 +29,19 @@ mod sessions;
 mod team;
 mod workspaces;
 
-pub use invitations::{CreateInvitation, InvitationAccepted, InvitationCreated, InvitationView};
-pub use keys::{
-    generate_key, hash_key, ApiKeyCreated, ApiKeyList, ApiKeyView, CreateApiKey, GeneratedKey,
-    KEY_PREFIX,
+pub use inputs::{
+    Credentials, DisplayName, Email, ImageUrl, NewAccount, NewInvitation, NewKey, NewWorkspace,
+    Parsed, Password, RequestedRole, Slug, INVITABLE_ROLES, MAX_EMAIL_CHARS, MAX_IMAGE_CHARS,
+    MAX_NAME_CHARS, MAX_PASSWORD_CHARS, MAX_SLUG_CHARS, MIN_PASSWORD_CHARS,
 };
-pub use sessions::{SessionInfo, SessionView, SignIn, SignUp, SignedIn, UserView};
-pub use team::{ChangeRole, MemberChanged, MemberView, Team, TeamMember};
-pub use workspaces::{
-    slugify, CreateWorkspace, WorkspaceCreated, WorkspaceList, WorkspaceParam, WorkspaceView,
-};
+pub use invitations::{IssuedInvitation, Joined};
+pub use keys::{generate_key, hash_key, GeneratedKey, IssuedKey, KEY_PREFIX};
+pub use sessions::{CurrentSession, SignedIn};
+pub use team::TeamRoster;
+pub use workspaces::{slugify, WorkspaceRole};
 
 /// Session and invitation tokens: 43 URL-safe characters (256 bits).
 const TOKEN_CHARS: usize = 43;
-const MAX_NAME_CHARS: usize = 100;
-const MAX_EMAIL_CHARS: usize = 254;
 
 /// What the accounts service is configured with.
 #[derive(Debug, Clone)]
@@ -69,65 +68,7 @@ fn generate_token() -> String {
     Alphanumeric.sample_string(&mut rand::rng(), TOKEN_CHARS)
 }
 
-// ----- validation ---------------------------------------------------------------------------
-
-fn email(raw: Option<&str>) -> Result<String> {
-    let invalid = || Error::validation("email", "must be an email address like name@example.com");
-    // Counted as sent, blanks around it included.
-    if raw.is_some_and(|raw| raw.chars().count() > MAX_EMAIL_CHARS) {
-        return Err(invalid());
-    }
-    let email = raw.map(str::trim).unwrap_or_default().to_lowercase();
-    if email.is_empty() {
-        return Err(Error::validation("email", "is required"));
-    }
-    if email.chars().count() > MAX_EMAIL_CHARS || email.chars().any(char::is_whitespace) {
-        return Err(invalid());
-    }
-    let (local, domain) = email.split_once('@').ok_or_else(invalid)?;
-    if local.is_empty()
-        || domain.len() < 3
-        || domain.contains('@')
-        || !domain.contains('.')
-        || domain.starts_with('.')
-        || domain.ends_with('.')
-    {
-        return Err(invalid());
-    }
-    Ok(email)
-}
-
-/// Counted as sent (blanks around it included), then trimmed.
-fn text(field: &str, raw: Option<&str>, max: usize) -> Result<Option<String>> {
-    if raw.is_some_and(|value| value.chars().count() > max) {
-        return Err(Error::validation(
-            field,
-            format!("must be at most {max} characters"),
-        ));
-    }
-    match raw.map(str::trim) {
-        None => Ok(None),
-        Some("") => Err(Error::validation(field, "must not be empty")),
-        Some(value) if value.chars().any(char::is_control) => Err(Error::validation(
-            field,
-            "must not contain control characters",
-        )),
-        Some(value) => Ok(Some(value.to_string())),
-    }
-}
-
-fn role_value(field: &str, raw: &str, allowed: &[Role]) -> Result<Role> {
-    let expected = allowed
-        .iter()
-        .map(|r| r.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    raw.trim()
-        .parse::<Role>()
-        .ok()
-        .filter(|role| allowed.contains(role))
-        .ok_or_else(|| Error::validation(field, format!("must be one of {expected}")))
-}
+// ----- path ids ------------------------------------------------------------------------------
 
 fn path_id(what: &str, raw: &str) -> Result<Uuid> {
     Uuid::parse_str(raw.trim()).map_err(|_| Error::NotFound(format!("{what} not found")))
@@ -244,31 +185,6 @@ impl AccountsService {
             Identity::Key { .. } => Source::Api,
             Identity::User { .. } => Source::Web,
             Identity::Token { .. } => Source::Mcp,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn emails_are_normalised_and_checked() {
-        assert_eq!(
-            email(Some("  Ada@Example.COM ")).unwrap(),
-            "ada@example.com"
-        );
-        for bad in [
-            "",
-            "ada",
-            "ada@",
-            "@example.com",
-            "a b@example.com",
-            "ada@example",
-            "a@@b.c",
-        ] {
-            let error = email(Some(bad)).unwrap_err();
-            assert!(error.to_string().contains("email"), "{bad}: {error}");
         }
     }
 }

@@ -3,101 +3,29 @@
 
 use std::net::IpAddr;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::inputs::{Credentials, NewAccount};
 use super::keys::hash_key;
-use super::workspaces::WorkspaceView;
-use super::{email, generate_token, text, AccountsService, MAX_NAME_CHARS};
+use super::workspaces::WorkspaceRole;
+use super::{generate_token, AccountsService};
 use crate::error::{Error, Result, StorageError};
 use crate::model::accounts::{SessionRecord, User};
 use crate::model::{now, to_micros};
 use crate::services::abuse::address_key;
-use crate::services::memories::Success;
 use crate::services::{Identity, Principal};
 
-const MIN_PASSWORD_CHARS: usize = 8;
-const MAX_PASSWORD_CHARS: usize = 128;
-const MAX_IMAGE_CHARS: usize = 2_000;
-
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SignUp {
-    /// An email address (at most 254 characters); case does not matter.
-    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
-    pub email: Option<String>,
-    /// 8 to 128 characters.
-    #[schema(value_type = String, required = true, min_length = 8, max_length = 128)]
-    pub password: Option<String>,
-    /// Shown to teammates (1 to 100 characters, no control characters); defaults to the part
-    /// of the email before `@`.
-    #[schema(
-        max_length = 100,
-        pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$"
-    )]
-    pub name: Option<String>,
-    /// A picture's URL (at most 2,000 characters, no control characters).
-    #[schema(
-        max_length = 2000,
-        pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$"
-    )]
-    pub image: Option<String>,
+/// The signed-in user, their session and their workspaces (with their role in each).
+#[derive(Debug, Clone)]
+pub struct CurrentSession {
+    pub user: User,
+    pub session: SessionRecord,
+    pub workspaces: Vec<WorkspaceRole>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SignIn {
-    #[schema(value_type = String, required = true, max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s.][^@\s]*\.[^@\s]*[^@\s.]\s*$")]
-    pub email: Option<String>,
-    #[schema(value_type = String, required = true, min_length = 1, max_length = 128)]
-    pub password: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UserView {
-    pub id: Uuid,
-    pub email: String,
-    pub name: String,
-    pub image: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
-
-impl From<User> for UserView {
-    fn from(user: User) -> Self {
-        UserView {
-            id: user.id,
-            email: user.email,
-            name: user.name,
-            image: user.image,
-            created_at: user.created_at,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionInfo {
-    pub id: Uuid,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-}
-
-/// `GET /api/auth/session`, and what sign-up and sign-in answer.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionView {
-    pub user: UserView,
-    pub session: SessionInfo,
-    /// The user's workspaces, with their role (sign-up makes one).
-    pub workspaces: Vec<WorkspaceView>,
-}
-
-/// A new session: what the client sees, and the token for the cookie.
+/// A new session, and its token for the cookie.
 pub struct SignedIn {
-    pub view: SessionView,
+    pub session: CurrentSession,
     pub token: String,
 }
 
@@ -141,16 +69,12 @@ impl AccountsService {
             .memberships(user.id)
             .await?
             .into_iter()
-            .map(WorkspaceView::from)
+            .map(WorkspaceRole::from)
             .collect();
         Ok(SignedIn {
-            view: SessionView {
-                user: user.into(),
-                session: SessionInfo {
-                    id: session.id,
-                    created_at: session.created_at,
-                    expires_at: session.expires_at,
-                },
+            session: CurrentSession {
+                user,
+                session,
                 workspaces,
             },
             token,
@@ -159,24 +83,17 @@ impl AccountsService {
 
     /// `POST /api/auth/sign-up`: a user, their first workspace (they own it) and a session.
     /// Limited per client address and per email.
-    pub async fn sign_up(&self, from: IpAddr, input: SignUp) -> Result<SignedIn> {
+    pub async fn sign_up(&self, from: IpAddr, input: NewAccount) -> Result<SignedIn> {
         self.doors.sign_up_by_address.check(address_key(from))?;
-        let email = email(input.email.as_deref())?;
+        let email = input.email?.into_string();
         self.doors.sign_up_by_email.check(email.clone())?;
-        let password = input.password.unwrap_or_default();
-        let length = password.chars().count();
-        if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&length) {
-            return Err(Error::validation(
-                "password",
-                format!("must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters"),
-            ));
-        }
-        let name = match text("name", input.name.as_deref(), MAX_NAME_CHARS)? {
-            Some(name) => name,
+        let password = input.password?;
+        let name = match input.name? {
+            Some(name) => name.into_string(),
             None => email.split('@').next().unwrap_or("user").to_string(),
         };
-        let image = text("image", input.image.as_deref(), MAX_IMAGE_CHARS)?;
-        let hash = self.hash_password(password).await?;
+        let image = input.image?.map(|image| image.into_string());
+        let hash = self.hash_password(password.into_string()).await?;
         let user = User {
             id: Uuid::now_v7(),
             email,
@@ -202,22 +119,13 @@ impl AccountsService {
 
     /// `POST /api/auth/sign-in`. An unknown email and a wrong password get the same answer,
     /// in the same time. Limited per client address and per account (email).
-    pub async fn sign_in(&self, from: IpAddr, input: SignIn) -> Result<SignedIn> {
+    pub async fn sign_in(&self, from: IpAddr, input: Credentials) -> Result<SignedIn> {
         self.doors.sign_in_by_address.check(address_key(from))?;
-        let email = email(input.email.as_deref())?;
+        let email = input.email?.into_string();
         // Per account, only failures count: a guesser spread over many addresses is stopped,
         // and the owner's own sign-ins never fill the window.
         self.doors.sign_in_by_email.check(email.clone())?;
-        let password = input
-            .password
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| Error::validation("password", "is required"))?;
-        if password.chars().count() > MAX_PASSWORD_CHARS {
-            return Err(Error::validation(
-                "password",
-                format!("must be at most {MAX_PASSWORD_CHARS} characters"),
-            ));
-        }
+        let password = input.password?.into_string();
         let found = self.store.user_by_email(&email).await?;
         let hash = match &found {
             Some((_, hash)) => hash.clone(),
@@ -241,16 +149,16 @@ impl AccountsService {
     }
 
     /// `POST /api/auth/sign-out`: ends the session.
-    pub async fn sign_out(&self, who: &Principal) -> Result<Success> {
+    pub async fn sign_out(&self, who: &Principal) -> Result<()> {
         let (_, session_id) = Self::signed_in_user(who, "signing out")?;
         self.store
             .revoke_session(session_id, to_micros(now()))
             .await?;
-        Ok(Success { success: true })
+        Ok(())
     }
 
     /// `GET /api/auth/session`.
-    pub async fn session(&self, who: &Principal) -> Result<SessionView> {
+    pub async fn session(&self, who: &Principal) -> Result<CurrentSession> {
         let (user_id, session_id) = Self::signed_in_user(who, "reading the session")?;
         let user = self
             .store
@@ -263,18 +171,14 @@ impl AccountsService {
             .memberships(user_id)
             .await?
             .into_iter()
-            .map(WorkspaceView::from)
+            .map(WorkspaceRole::from)
             .collect();
         let token_session = self.store.session(session_id).await?.ok_or_else(|| {
             Error::Unauthorized("your session has expired or ended: sign in again".to_string())
         })?;
-        Ok(SessionView {
-            user: user.into(),
-            session: SessionInfo {
-                id: token_session.id,
-                created_at: token_session.created_at,
-                expires_at: token_session.expires_at,
-            },
+        Ok(CurrentSession {
+            user,
+            session: token_session,
             workspaces,
         })
     }

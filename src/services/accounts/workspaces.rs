@@ -1,20 +1,16 @@
 //! Workspaces: creating one (a signed-in user's, or the command line's with its first key),
 //! listing a caller's, their slugs, and setting a workspace's plan.
 
-use chrono::{DateTime, Utc};
 use memvault_actors::EndpointClass;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::inputs::{NewWorkspace, MAX_NAME_CHARS, MAX_SLUG_CHARS};
 use super::keys::generate_key;
-use super::{text, AccountsService, MAX_NAME_CHARS};
+use super::AccountsService;
 use crate::error::{Error, Result, StorageError};
 use crate::model::accounts::{MemberRecord, Membership, Need, Role, User};
 use crate::model::{now, ApiKey, Plan, Workspace};
 use crate::services::{Identity, Principal};
-
-const MAX_SLUG_CHARS: usize = 60;
 
 /// `My Team!` -> `my-team`.
 pub fn slugify(name: &str) -> String {
@@ -39,61 +35,26 @@ pub fn slugify(name: &str) -> String {
     }
 }
 
-/// A workspace as one caller sees it.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceView {
-    pub id: Uuid,
-    pub name: String,
-    pub slug: String,
+/// A workspace and the caller's role in it.
+#[derive(Debug, Clone)]
+pub struct WorkspaceRole {
+    pub workspace: Workspace,
     pub role: Role,
-    /// `free`, `hobby`, `pro` or `ultimate`; `null` reads as free.
-    #[schema(value_type = Option<crate::model::PlanName>)]
-    pub billing_owner_plan: Option<Plan>,
-    pub created_at: DateTime<Utc>,
 }
 
-impl From<Membership> for WorkspaceView {
+impl From<Membership> for WorkspaceRole {
     fn from(m: Membership) -> Self {
-        WorkspaceView {
-            id: m.workspace_id,
-            name: m.name,
-            slug: m.slug,
+        WorkspaceRole {
+            workspace: Workspace {
+                id: m.workspace_id,
+                name: m.name,
+                slug: m.slug,
+                plan: m.plan,
+                created_at: m.created_at,
+            },
             role: m.role,
-            billing_owner_plan: m.plan,
-            created_at: m.created_at,
         }
     }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct WorkspaceList {
-    pub workspaces: Vec<WorkspaceView>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct WorkspaceCreated {
-    pub workspace: WorkspaceView,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateWorkspace {
-    /// 1 to 100 characters (no control characters).
-    #[schema(value_type = String, required = true, max_length = 100, pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?\s*$")]
-    pub name: Option<String>,
-    /// 1 to 60 lower-case letters, digits and dashes, not starting or ending with a dash;
-    /// made from the name when absent. Unique.
-    #[schema(pattern = r"^\s*(?:[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?)?\s*$")]
-    pub slug: Option<String>,
-}
-
-/// An optional `workspaceId` in the query string.
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct WorkspaceParam {
-    pub workspace_id: Option<Uuid>,
 }
 
 impl AccountsService {
@@ -166,14 +127,14 @@ impl AccountsService {
     }
 
     /// `GET /api/workspaces`: a signed-in user's workspaces; a key's own workspace.
-    pub async fn list_workspaces(&self, who: &Principal) -> Result<WorkspaceList> {
+    pub async fn list_workspaces(&self, who: &Principal) -> Result<Vec<WorkspaceRole>> {
         let workspaces = match &who.identity {
             Identity::User { user_id, .. } => self
                 .store
                 .memberships(*user_id)
                 .await?
                 .into_iter()
-                .map(WorkspaceView::from)
+                .map(WorkspaceRole::from)
                 .collect(),
             Identity::Key { .. } | Identity::Token { .. } => {
                 let caller = self.gate.enter(who, None, Need::Read).await?;
@@ -183,56 +144,32 @@ impl AccountsService {
                     .workspace(caller.workspace_id)
                     .await?
                     .ok_or_else(|| Error::Unauthorized("invalid API key".to_string()))?;
-                vec![WorkspaceView {
-                    id: workspace.id,
-                    name: workspace.name,
-                    slug: workspace.slug,
+                vec![WorkspaceRole {
+                    workspace,
                     role: caller.role,
-                    billing_owner_plan: workspace.plan,
-                    created_at: workspace.created_at,
                 }]
             }
         };
-        Ok(WorkspaceList { workspaces })
+        Ok(workspaces)
     }
 
     /// `POST /api/workspaces`: the signed-in user owns the new workspace.
     pub async fn create_workspace_for(
         &self,
         who: &Principal,
-        input: CreateWorkspace,
-    ) -> Result<WorkspaceCreated> {
+        input: NewWorkspace,
+    ) -> Result<WorkspaceRole> {
         let (user_id, _) = Self::signed_in_user(who, "creating a workspace")?;
-        let name = text("name", input.name.as_deref(), MAX_NAME_CHARS)?
-            .ok_or_else(|| Error::validation("name", "is required"))?;
+        let name = input.name?.into_string();
         self.doors.workspaces_by_user.check(user_id)?;
-        let slug = match input.slug.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(raw) => {
-                let valid = raw.len() <= MAX_SLUG_CHARS
-                    && raw
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                    && !raw.starts_with('-')
-                    && !raw.ends_with('-');
-                if !valid {
-                    return Err(Error::validation(
-                        "slug",
-                        format!("must be 1 to {MAX_SLUG_CHARS} lower-case letters, digits and dashes, not starting or ending with a dash"),
-                    ));
-                }
-                Some(raw.to_string())
-            }
-        };
+        let slug = input.slug?.map(|slug| slug.into_string());
         let user = self
             .store
             .user(user_id)
             .await?
             .ok_or_else(|| Error::Unauthorized("your account no longer exists".to_string()))?;
         let membership = self.insert_owned_workspace(&user, &name, slug).await?;
-        Ok(WorkspaceCreated {
-            workspace: membership.into(),
-        })
+        Ok(membership.into())
     }
 
     /// Creates a workspace with its first API key (the command line); returns the raw key

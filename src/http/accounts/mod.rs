@@ -1,6 +1,7 @@
 //! Accounts handlers: sign-up, sign-in, sign-out and the session; workspaces, team, members,
-//! invitations and API keys. Extract, call [`AccountsService`](crate::services::AccountsService),
-//! answer (setting or clearing the session cookie where that is the answer).
+//! invitations and API keys. Extract, parse the body ([`dto`]), call
+//! [`AccountsService`](crate::services::AccountsService), answer the view (setting or clearing
+//! the session cookie where that is the answer).
 
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
@@ -11,13 +12,19 @@ use super::error::ErrorBody;
 use super::extract::{ApiJson, ClientAddr};
 use super::AppState;
 use crate::error::Error;
-use crate::services::accounts::{
+use crate::services::memories::Success;
+use crate::services::Principal;
+
+pub mod dto;
+
+use dto::{
     ApiKeyCreated, ApiKeyList, ChangeRole, CreateApiKey, CreateInvitation, CreateWorkspace,
     InvitationAccepted, InvitationCreated, MemberChanged, SessionView, SignIn, SignUp, Team,
     WorkspaceCreated, WorkspaceList,
 };
-use crate::services::memories::Success;
-use crate::services::Principal;
+
+/// What the operations that only confirm answer.
+const DONE: Success = Success { success: true };
 
 /// Creates an account and its first workspace (the new user owns it), and signs in: the
 /// session cookie `memvault.session_token` is set.
@@ -36,12 +43,12 @@ pub async fn sign_up(
     ApiJson(input): ApiJson<SignUp>,
 ) -> Result<Response, Error> {
     state.web.check_origin_if_sent(&headers)?;
-    let signed_in = state.accounts.sign_up(from, input).await?;
+    let signed_in = state.accounts.sign_up(from, input.parse()).await?;
     let cookie = state.web.session_cookie(&signed_in.token);
     Ok((
         StatusCode::CREATED,
         [(header::SET_COOKIE, cookie)],
-        Json(signed_in.view),
+        Json(SessionView::from(signed_in.session)),
     )
         .into_response())
 }
@@ -64,9 +71,13 @@ pub async fn sign_in(
     ApiJson(input): ApiJson<SignIn>,
 ) -> Result<Response, Error> {
     state.web.check_origin_if_sent(&headers)?;
-    let signed_in = state.accounts.sign_in(from, input).await?;
+    let signed_in = state.accounts.sign_in(from, input.parse()).await?;
     let cookie = state.web.session_cookie(&signed_in.token);
-    Ok(([(header::SET_COOKIE, cookie)], Json(signed_in.view)).into_response())
+    Ok((
+        [(header::SET_COOKIE, cookie)],
+        Json(SessionView::from(signed_in.session)),
+    )
+        .into_response())
 }
 
 /// Ends the session and clears the cookie.
@@ -77,9 +88,9 @@ pub async fn sign_in(
         (status = 401, description = "not signed in (or an API key)", body = ErrorBody),
         (status = 403, description = "a cross-site request", body = ErrorBody)))]
 pub async fn sign_out(State(state): State<AppState>, who: Principal) -> Result<Response, Error> {
-    let done = state.accounts.sign_out(&who).await?;
+    state.accounts.sign_out(&who).await?;
     let cookie = state.web.clear_session_cookie();
-    Ok(([(header::SET_COOKIE, cookie)], Json(done)).into_response())
+    Ok(([(header::SET_COOKIE, cookie)], Json(DONE)).into_response())
 }
 
 /// The signed-in user, their session and workspaces.
@@ -92,7 +103,7 @@ pub async fn session(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<SessionView>, Error> {
-    Ok(Json(state.accounts.session(&who).await?))
+    Ok(Json(state.accounts.session(&who).await?.into()))
 }
 
 /// The signed-in user's workspaces with their role and plan (a key: its own workspace).
@@ -105,7 +116,10 @@ pub async fn list_workspaces(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<WorkspaceList>, Error> {
-    Ok(Json(state.accounts.list_workspaces(&who).await?))
+    let workspaces = state.accounts.list_workspaces(&who).await?;
+    Ok(Json(WorkspaceList {
+        workspaces: workspaces.into_iter().map(Into::into).collect(),
+    }))
 }
 
 /// Creates a workspace owned by the signed-in user, with its default vault.
@@ -121,9 +135,15 @@ pub async fn create_workspace(
     who: Principal,
     ApiJson(input): ApiJson<CreateWorkspace>,
 ) -> Result<(StatusCode, Json<WorkspaceCreated>), Error> {
+    let workspace = state
+        .accounts
+        .create_workspace_for(&who, input.parse())
+        .await?;
     Ok((
         StatusCode::CREATED,
-        Json(state.accounts.create_workspace_for(&who, input).await?),
+        Json(WorkspaceCreated {
+            workspace: workspace.into(),
+        }),
     ))
 }
 
@@ -141,7 +161,7 @@ pub async fn team(
     who: Principal,
     Path(workspace_id): Path<String>,
 ) -> Result<Json<Team>, Error> {
-    Ok(Json(state.accounts.team(&who, &workspace_id).await?))
+    Ok(Json(state.accounts.team(&who, &workspace_id).await?.into()))
 }
 
 /// Changes a member's role (`{role}`: `admin`, `member`, `viewer`; an owner may also give or
@@ -162,12 +182,13 @@ pub async fn change_role(
     Path((workspace_id, member_id)): Path<(String, String)>,
     ApiJson(input): ApiJson<ChangeRole>,
 ) -> Result<Json<MemberChanged>, Error> {
-    Ok(Json(
-        state
-            .accounts
-            .change_role(&who, &workspace_id, &member_id, input)
-            .await?,
-    ))
+    let member = state
+        .accounts
+        .change_role(&who, &workspace_id, &member_id, input.parse())
+        .await?;
+    Ok(Json(MemberChanged {
+        member: (&member).into(),
+    }))
 }
 
 /// Removes a member (or, for oneself, leaves). Their API keys in this workspace are revoked.
@@ -184,12 +205,11 @@ pub async fn remove_member(
     who: Principal,
     Path((workspace_id, member_id)): Path<(String, String)>,
 ) -> Result<Json<Success>, Error> {
-    Ok(Json(
-        state
-            .accounts
-            .remove_member(&who, &workspace_id, &member_id)
-            .await?,
-    ))
+    state
+        .accounts
+        .remove_member(&who, &workspace_id, &member_id)
+        .await?;
+    Ok(Json(DONE))
 }
 
 /// Invites an email with a role (`admin`, `member` or `viewer`); valid 7 days. The single-use
@@ -209,10 +229,11 @@ pub async fn invite(
     Path(workspace_id): Path<String>,
     ApiJson(input): ApiJson<CreateInvitation>,
 ) -> Result<(StatusCode, Json<InvitationCreated>), Error> {
-    Ok((
-        StatusCode::CREATED,
-        Json(state.accounts.invite(&who, &workspace_id, input).await?),
-    ))
+    let issued = state
+        .accounts
+        .invite(&who, &workspace_id, input.parse())
+        .await?;
+    Ok((StatusCode::CREATED, Json(issued.into())))
 }
 
 /// Revokes a pending invitation.
@@ -228,12 +249,11 @@ pub async fn revoke_invitation(
     who: Principal,
     Path((workspace_id, invitation_id)): Path<(String, String)>,
 ) -> Result<Json<Success>, Error> {
-    Ok(Json(
-        state
-            .accounts
-            .revoke_invitation(&who, &workspace_id, &invitation_id)
-            .await?,
-    ))
+    state
+        .accounts
+        .revoke_invitation(&who, &workspace_id, &invitation_id)
+        .await?;
+    Ok(Json(DONE))
 }
 
 /// Accepts an invitation: the signed-in user, whose email must be the invited one, joins.
@@ -251,7 +271,9 @@ pub async fn accept_invitation(
     who: Principal,
     Path(token): Path<String>,
 ) -> Result<Json<InvitationAccepted>, Error> {
-    Ok(Json(state.accounts.accept_invitation(&who, &token).await?))
+    Ok(Json(
+        state.accounts.accept_invitation(&who, &token).await?.into(),
+    ))
 }
 
 /// The workspace's live API keys (name, prefix, role, created, last used).
@@ -266,7 +288,9 @@ pub async fn list_keys(
     who: Principal,
     Path(workspace_id): Path<String>,
 ) -> Result<Json<ApiKeyList>, Error> {
-    Ok(Json(state.accounts.list_keys(&who, &workspace_id).await?))
+    Ok(Json(
+        state.accounts.list_keys(&who, &workspace_id).await?.into(),
+    ))
 }
 
 /// Creates an API key bound to this workspace for life; the `mc_` key is shown once. Its role
@@ -285,15 +309,11 @@ pub async fn create_key(
     Path(workspace_id): Path<String>,
     ApiJson(input): ApiJson<CreateApiKey>,
 ) -> Result<(StatusCode, Json<ApiKeyCreated>), Error> {
-    Ok((
-        StatusCode::CREATED,
-        Json(
-            state
-                .accounts
-                .create_key(&who, &workspace_id, input)
-                .await?,
-        ),
-    ))
+    let issued = state
+        .accounts
+        .create_key(&who, &workspace_id, input.parse())
+        .await?;
+    Ok((StatusCode::CREATED, Json(issued.into())))
 }
 
 /// Revokes a key: refused from the next request.
@@ -309,10 +329,9 @@ pub async fn revoke_key(
     who: Principal,
     Path((workspace_id, key_id)): Path<(String, String)>,
 ) -> Result<Json<Success>, Error> {
-    Ok(Json(
-        state
-            .accounts
-            .revoke_key(&who, &workspace_id, &key_id)
-            .await?,
-    ))
+    state
+        .accounts
+        .revoke_key(&who, &workspace_id, &key_id)
+        .await?;
+    Ok(Json(DONE))
 }
