@@ -12,7 +12,7 @@ use crate::model::{ApiKey, Plan};
 use crate::services::accounts::{
     Credentials, CurrentSession, DisplayName, Email, ImageUrl, IssuedInvitation, IssuedKey, Joined,
     NewAccount, NewInvitation, NewKey, NewWorkspace, Parsed, Password, RequestedRole, Slug,
-    TeamRoster, WorkspaceRole, INVITABLE_ROLES,
+    TeamRoster, WorkspaceRole, INVITABLE_ROLES, MEMBER_ROLES,
 };
 
 // ----- sign-up, sign-in and the session -------------------------------------------------------
@@ -290,10 +290,7 @@ impl ChangeRole {
         let raw = self
             .role
             .ok_or_else(|| Error::validation("role", "is required"))?;
-        RequestedRole::parse(&raw).within(
-            "role",
-            &[Role::Owner, Role::Admin, Role::Member, Role::Viewer],
-        )
+        RequestedRole::parse(&raw).within("role", &MEMBER_ROLES)
     }
 }
 

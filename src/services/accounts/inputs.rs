@@ -199,6 +199,9 @@ impl RequestedRole {
     }
 }
 
+/// The roles a member may be given by a role change.
+pub const MEMBER_ROLES: [Role; 4] = [Role::Owner, Role::Admin, Role::Member, Role::Viewer];
+
 /// The roles an invitation may give.
 pub const INVITABLE_ROLES: [Role; 3] = [Role::Admin, Role::Member, Role::Viewer];
 

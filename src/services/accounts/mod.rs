@@ -32,7 +32,7 @@ mod workspaces;
 pub use inputs::{
     Credentials, DisplayName, Email, ImageUrl, NewAccount, NewInvitation, NewKey, NewWorkspace,
     Parsed, Password, RequestedRole, Slug, INVITABLE_ROLES, MAX_EMAIL_CHARS, MAX_IMAGE_CHARS,
-    MAX_NAME_CHARS, MAX_PASSWORD_CHARS, MAX_SLUG_CHARS, MIN_PASSWORD_CHARS,
+    MAX_NAME_CHARS, MAX_PASSWORD_CHARS, MAX_SLUG_CHARS, MEMBER_ROLES, MIN_PASSWORD_CHARS,
 };
 pub use invitations::{IssuedInvitation, Joined};
 pub use keys::{generate_key, hash_key, GeneratedKey, IssuedKey, KEY_PREFIX};
