@@ -13,6 +13,7 @@
 //! the memories service after every write; a search result is re-read from the database before
 //! it is returned, so an index entry that is stale can cost a result, never return a wrong one.
 
+mod ahead;
 mod hnsw;
 pub mod text;
 pub mod vectors;
@@ -25,6 +26,7 @@ use uuid::Uuid;
 
 use crate::embedding::cosine;
 use crate::model::{to_micros, Category, Lane, Memory};
+pub use ahead::NearestAhead;
 use text::{TextIndex, TextIndexError};
 use vectors::{LaneVectors, Slot, VectorConfig};
 
@@ -278,6 +280,13 @@ pub fn speaker_key(name: &str) -> String {
 }
 
 impl Docs {
+    /// Whether the document in `slot` passes `filter` (live, unexpired, of its projects).
+    fn accepts(&self, slot: Slot, filter: &Filter) -> bool {
+        self.slots
+            .get(slot as usize)
+            .is_some_and(|d| d.passes(filter))
+    }
+
     /// Appends a document, linked after the last one of its thread.
     fn push(&mut self, doc: &IndexDoc) -> Slot {
         let slot = self.slots.len() as Slot;
@@ -598,11 +607,13 @@ impl SearchEngine {
                 if !pieces.is_empty() {
                     docs.pieces.insert(slot, pieces.concat());
                 }
+                // Inside the documents' lock: whoever reads the slots holds every vector
+                // of the slots it sees (`nearest_ahead`).
+                if let Some(vector) = vector {
+                    lane.vectors_mut().insert(slot, vector)?;
+                }
                 slot
             };
-            if let Some(vector) = vector {
-                lane.vectors_mut().insert(slot, vector)?;
-            }
             self.text.add(lane.key(slot), &lane.term, &doc.text)?;
             if !grown.iter().any(|l| Arc::ptr_eq(l, &lane)) {
                 grown.push(lane);
@@ -728,11 +739,7 @@ impl SearchEngine {
             return Vec::new();
         };
         let docs = index.docs();
-        let accept = |slot: Slot| {
-            docs.slots
-                .get(slot as usize)
-                .is_some_and(|d| d.passes(filter))
-        };
+        let accept = |slot: Slot| docs.accepts(slot, filter);
         let found = index.vectors().nearest(vector, k, &accept);
         found
             .into_iter()
@@ -789,11 +796,7 @@ impl SearchEngine {
             .into_iter()
             .filter(|(key, _)| (key >> 32) as u32 == index.number)
             .map(|(key, score)| ((key & 0xffff_ffff) as Slot, score))
-            .filter(|(slot, _)| {
-                docs.slots
-                    .get(*slot as usize)
-                    .is_some_and(|d| d.passes(filter))
-            })
+            .filter(|(slot, _)| docs.accepts(*slot, filter))
             .collect())
     }
 

@@ -561,3 +561,70 @@ fn thread_links_skip_dead_documents_and_survive_edits() {
     assert_eq!(index.docs().neighbours(first), (None, Some(last)));
     assert_eq!(index.docs().neighbours(last), (Some(first), None));
 }
+
+/// Nearest memories searched ahead for a batch and brought up to date per line are the ones a
+/// search at that time finds: with documents added since (in another project too), with one
+/// outside every answer removed; an answer that lost a member while full is searched again.
+#[test]
+fn nearest_found_ahead_and_brought_up_to_date_match_a_search_now() {
+    let engine = SearchEngine::new(4, VectorConfig::default()).unwrap();
+    let lane = Lane {
+        workspace_id: Uuid::nil(),
+        scope: String::new(),
+    };
+    let stage = |angles: &[f32], project: &str| -> Vec<Uuid> {
+        let ids: Vec<Uuid> = angles.iter().map(|_| Uuid::new_v4()).collect();
+        engine
+            .stage_docs(ids.iter().zip(angles).map(|(id, &angle)| {
+                let mut doc = test_doc(&lane, *id, "text", "");
+                doc.project = project.to_string();
+                (doc, Some(unit_vector(angle)))
+            }))
+            .unwrap();
+        ids
+    };
+    let first = stage(&[0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 2.0, 2.4], "");
+    let filter = Filter {
+        projects: vec![String::new()],
+        categories: Vec::new(),
+        now_micros: 0,
+    };
+    let vectors = [0.05_f32, 0.65, 1.35].map(unit_vector);
+    let queries: Vec<_> = vectors
+        .iter()
+        .map(|v| (lane.clone(), v.clone(), filter.clone()))
+        .collect();
+    let k = 3;
+    let ahead = engine.nearest_ahead(&queries, k);
+    let matches_now = |which: usize| {
+        let ahead = ahead[which].as_ref().expect("the lane has an index");
+        let now = engine.nearest_now(&lane, &vectors[which], &filter, ahead);
+        assert_eq!(
+            now,
+            Some(engine.nearest(&lane, &vectors[which], k, &filter)),
+            "query {which}"
+        );
+    };
+    (0..3).for_each(matches_now);
+    // Newer documents, one nearer the first query than all before, one in another project.
+    let newer = stage(&[0.04], "");
+    stage(&[0.05], "elsewhere");
+    (0..3).for_each(matches_now);
+    let now = engine.nearest_now(&lane, &vectors[0], &filter, ahead[0].as_ref().unwrap());
+    assert_eq!(now.unwrap()[0].id, newer[0]);
+    // A removed document that no answer holds changes nothing.
+    engine.remove(&lane, &[first[9]]).unwrap();
+    (0..3).for_each(matches_now);
+    // The third query's full answer loses its nearest: its replacement may be any older
+    // document, so the answer is not brought up to date.
+    engine.remove(&lane, &[first[7]]).unwrap();
+    let last = ahead[2].as_ref().unwrap();
+    assert_eq!(engine.nearest_now(&lane, &vectors[2], &filter, last), None);
+    // A lane without an index has no answer ahead.
+    let other = Lane {
+        workspace_id: Uuid::nil(),
+        scope: "other".to_string(),
+    };
+    let none = engine.nearest_ahead(&[(other, vectors[0].clone(), filter.clone())], k);
+    assert!(none[0].is_none());
+}

@@ -370,17 +370,43 @@ impl LaneVectors {
 
     /// A live slot's vector, wherever it is stored, as stored: rounded to half precision.
     pub fn get(&self, slot: Slot) -> Option<Vec<f32>> {
-        let half = match *self.locations.get(&slot)? {
-            Location::Tail(index) => self.tail_vector(index as usize)?,
+        Some(self.half(slot)?.to_f32_vec())
+    }
+
+    /// A live slot's stored vector.
+    fn half(&self, slot: Slot) -> Option<&[f16]> {
+        match *self.locations.get(&slot)? {
+            Location::Tail(index) => self.tail_vector(index as usize),
             Location::Segment { segment, pid } => {
                 let seg = &self.segments[self.segment_position(segment)?];
                 if pid as usize >= seg.graph.len() {
                     return None;
                 }
-                seg.graph.point(pid)
+                Some(seg.graph.point(pid))
             }
-        };
-        Some(half.to_f32_vec())
+        }
+    }
+
+    /// The `k` nearest of `slots` (exactly, each once) that are live and that `filter`
+    /// accepts, best first, scored as every search scores them; ties broken by slot.
+    pub fn nearest_of(
+        &self,
+        query: &[f32],
+        k: usize,
+        slots: impl IntoIterator<Item = Slot>,
+        filter: &dyn Fn(Slot) -> bool,
+    ) -> Vec<(Slot, f32)> {
+        if k == 0 || query.len() != self.dims {
+            return Vec::new();
+        }
+        let query = encode(query);
+        let mut top = TopK::new(k, k);
+        for slot in slots {
+            if let Some(vector) = self.half(slot).filter(|_| filter(slot)) {
+                top.push(slot, dot(&query, vector));
+            }
+        }
+        top.into_sorted()
     }
 
     /// The `k` nearest live slots with cosine similarity, best first, among those `filter`

@@ -17,6 +17,7 @@ pub mod vault;
 mod vault_rows;
 mod vault_sql;
 
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,6 +118,14 @@ pub trait Store:
         project: &str,
         content_hash: &str,
     ) -> StoreResult<Option<Memory>>;
+    /// Which of `content_hashes` a current memory of the lane and project has (what
+    /// [`Store::find_duplicate`] would find for each, in one query).
+    async fn stored_hashes(
+        &self,
+        lane: &Lane,
+        project: &str,
+        content_hashes: &[String],
+    ) -> StoreResult<HashSet<String>>;
     /// Inserts version 1 of a new chain; `None` when a current memory with the same content
     /// already exists in the lane (a concurrent duplicate).
     async fn insert_memory(&self, memory: &NewMemory) -> StoreResult<Option<Memory>>;

@@ -2,6 +2,8 @@
 //! `sql_store!`. Both accept `$N` placeholders; dialect differences are kept out of the SQL
 //! (integer timestamps, empty-string "none", `ON CONFLICT DO NOTHING ... RETURNING`).
 
+use std::collections::HashSet;
+
 use async_trait::async_trait;
 use sqlx::{FromRow, QueryBuilder};
 use tokio::sync::{mpsc, oneshot};
@@ -566,6 +568,33 @@ macro_rules! sql_store {
                 .fetch_optional(&self.pool)
                 .await?;
                 memory(row)
+            }
+
+            async fn stored_hashes(
+                &self,
+                lane: &Lane,
+                project: &str,
+                content_hashes: &[String],
+            ) -> StoreResult<HashSet<String>> {
+                if content_hashes.is_empty() {
+                    return Ok(HashSet::new());
+                }
+                let mut qb = QueryBuilder::<$db>::new(
+                    "SELECT content_hash FROM memories WHERE workspace_id = ",
+                );
+                qb.push_bind(lane.workspace_id)
+                    .push(" AND scope = ")
+                    .push_bind(&lane.scope)
+                    .push(" AND project = ")
+                    .push_bind(project)
+                    .push(" AND is_current AND deleted_at IS NULL AND content_hash IN (");
+                let mut list = qb.separated(", ");
+                for hash in content_hashes {
+                    list.push_bind(hash);
+                }
+                qb.push(")");
+                let rows: Vec<(String,)> = qb.build_query_as().fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(|(hash,)| hash).collect())
             }
 
             async fn insert_memory(&self, m: &NewMemory) -> StoreResult<Option<Memory>> {

@@ -481,8 +481,50 @@ async fn import_and_export_round_trip_with_history() {
     assert!(stderr.contains("workspace"), "{stderr}");
 }
 
+/// A line repeating a memory stored before the import is a duplicate of it, in its own lane
+/// and project only; a line repeating an earlier line of its batch is a duplicate of that
+/// line's memory.
+#[tokio::test]
+async fn import_finds_texts_stored_before_it_and_earlier_in_its_batch() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, created, stderr) = admin(&db, dir.path(), &["create-workspace", "--name", "Dups"]);
+    assert!(ok, "{stderr}");
+    let workspace = created["workspaceId"].as_str().unwrap().to_string();
+    let import = |name: &str, lines: &[&str]| {
+        let input = dir.path().join(name);
+        std::fs::write(&input, lines.join("\n")).unwrap();
+        let (ok, report, stderr) = admin(
+            &db,
+            dir.path(),
+            &["import", "--workspace", &workspace, input.to_str().unwrap()],
+        );
+        assert!(ok, "{stderr}");
+        report
+    };
+    let first = import(
+        "first.jsonl",
+        &[r#"{"content": "Deploys run on Thursdays at noon."}"#],
+    );
+    assert_eq!(first["created"], 1, "{first}");
+    let second = import(
+        "second.jsonl",
+        &[
+            r#"{"content": "Deploys run on Thursdays at noon."}"#,
+            r#"{"content": "Deploys run on Thursdays at noon.", "project": "ops"}"#,
+            r#"{"content": "The office closes at six on Fridays."}"#,
+            r#"{"content": "the office closes at six on fridays"}"#,
+        ],
+    );
+    assert_eq!(second["created"], 2, "{second}");
+    assert_eq!(second["duplicates"], 2, "{second}");
+    let output = dir.path().join("out.jsonl");
+    let exported = export(&db, dir.path(), &workspace, &output);
+    assert_eq!(exported.len(), 3, "{exported:?}");
+}
+
 /// A line's `supersedesId` links it to the line with that `id`, whether that line is in the
-/// same batch or an earlier one (batches are 256 lines, the next embedded while one is saved),
+/// same batch or an earlier one (batches are 256 lines),
 /// and even when the two texts are unrelated, so no fact-update rule would link them.
 #[tokio::test]
 async fn import_links_versions_by_id_within_and_across_batches() {

@@ -1,5 +1,6 @@
-//! The Context Vault's storage contract, run through `storage::connect` against a fresh
-//! database (SQLite, or PostgreSQL with `MEMVAULT_TEST_DATABASE_URL`).
+//! The Context Vault's storage contract (and the memories' batched duplicate lookup), run
+//! through `storage::connect` against a fresh database (SQLite, or PostgreSQL with
+//! `MEMVAULT_TEST_DATABASE_URL`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -1279,4 +1280,72 @@ async fn another_workspace_sees_nothing() {
             .len(),
         1
     );
+}
+
+/// `stored_hashes` answers for a batch what `find_duplicate` answers for one text: current,
+/// live memories of that lane and project only.
+#[tokio::test]
+async fn stored_hashes_are_those_find_duplicate_finds() {
+    let env = setup().await;
+    let store = &env.store;
+    let lane = memvault::model::Lane {
+        workspace_id: env.workspace_id,
+        scope: "work".to_string(),
+    };
+    let memory = |content: &str, scope: &str, project: &str| memvault::model::NewMemory {
+        id: Uuid::now_v7(),
+        workspace_id: env.workspace_id,
+        user_id: "test".to_string(),
+        content: content.to_string(),
+        source: memvault::model::Source::Integration,
+        category: Category::Fact,
+        scope: scope.to_string(),
+        project: project.to_string(),
+        valid_from: None,
+        valid_until: None,
+        created_at: now(),
+        origin_id: None,
+        thread: String::new(),
+        speaker: String::new(),
+        embedding: None,
+    };
+    let hash = |content: &str| content_hash(&normalize(content));
+    let kept = memory("Deploys run on Thursdays.", "work", "ops");
+    let deleted = memory("The office closes at six.", "work", "ops");
+    for m in [
+        &kept,
+        &deleted,
+        &memory("Lunch is at noon.", "home", "ops"),
+        &memory("Standups are at nine.", "work", "web"),
+    ] {
+        store.insert_memory(m).await.expect("insert").expect("new");
+    }
+    store
+        .delete_memory(&lane, deleted.id, to_micros(now()))
+        .await
+        .expect("delete");
+    let asked: Vec<String> = [
+        kept.content.as_str(),
+        deleted.content.as_str(),
+        "Lunch is at noon.",
+        "Standups are at nine.",
+        "Never saved.",
+    ]
+    .iter()
+    .map(|c| hash(c))
+    .collect();
+    let found = store
+        .stored_hashes(&lane, "ops", &asked)
+        .await
+        .expect("stored hashes");
+    assert_eq!(found, HashSet::from([hash(&kept.content)]));
+    for (h, content) in asked.iter().zip([&kept.content, &deleted.content]) {
+        let one = store.find_duplicate(&lane, "ops", h).await.expect("find");
+        assert_eq!(one.is_some(), found.contains(h), "{content}");
+    }
+    assert!(store
+        .stored_hashes(&lane, "ops", &[])
+        .await
+        .expect("none asked")
+        .is_empty());
 }

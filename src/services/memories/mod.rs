@@ -18,7 +18,7 @@ use crate::model::{
     content_hash, normalize, now, to_micros, Category, Embedded, FieldPatch, Lane, ListFilter,
     Memory, NewMemory, Rating, Source,
 };
-use crate::search::{speaker_key, Filter, SearchEngine, SearchError};
+use crate::search::{speaker_key, Filter, NearestAhead, SearchEngine, SearchError};
 use crate::services::validate::*;
 use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::{FeedbackRecord, Store, Superseded};
@@ -109,7 +109,7 @@ pub struct MemoryService {
 }
 
 /// Nearest memories looked at when saving (near-duplicates and supersession candidates).
-const SAVE_NEIGHBOURS: usize = 5;
+pub(crate) const SAVE_NEIGHBOURS: usize = 5;
 
 /// A duration in milliseconds, for the debug timings of saves, searches and imports.
 fn millis(duration: std::time::Duration) -> f64 {
@@ -295,6 +295,8 @@ impl MemoryService {
             supersedes,
             infer: input.infer.unwrap_or(true),
             flush: false,
+            nearest: None,
+            new_text: false,
         })
     }
 
@@ -323,6 +325,8 @@ impl MemoryService {
             supersedes,
             infer,
             flush,
+            nearest,
+            new_text,
         } = draft;
 
         if let Some(old_id) = supersedes {
@@ -352,6 +356,7 @@ impl MemoryService {
             .and_then(|p| p.duplicate(&lane, &memory.project, &hash))
         {
             Some(existing) => Some(existing.clone()),
+            None if new_text => None,
             None => {
                 self.store
                     .find_duplicate(&lane, &memory.project, &hash)
@@ -373,14 +378,17 @@ impl MemoryService {
             None => self.embed(&memory.content).await?,
         };
         let embedded_at = started.elapsed();
-        let filter = Filter {
-            projects: vec![memory.project.clone()],
-            categories: Vec::new(),
-            now_micros: to_micros(memory.created_at),
-        };
+        let filter = neighbour_filter(&memory);
         let neighbours = if infer {
-            self.engine
-                .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter)
+            nearest
+                .and_then(|ahead| {
+                    self.engine
+                        .nearest_now(&lane, &embedded.vector, &filter, &ahead)
+                })
+                .unwrap_or_else(|| {
+                    self.engine
+                        .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter)
+                })
         } else {
             Vec::new()
         };
@@ -908,6 +916,22 @@ pub(crate) struct Draft {
     pub infer: bool,
     /// Wait for the keyword index commit before returning (searches wait for it anyway).
     pub flush: bool,
+    /// Its nearest memories, searched ahead with the rest of its import batch.
+    pub nearest: Option<NearestAhead>,
+    /// No current memory of its lane and project had its text when its import batch was
+    /// read, and no line before it in the batch has it: the exact-duplicate lookup is skipped
+    /// (the dedup index still refuses a duplicate stored since, at the commit).
+    pub new_text: bool,
+}
+
+/// The memories a new one is compared with: live ones of its project, unexpired when it was
+/// made.
+pub(crate) fn neighbour_filter(memory: &NewMemory) -> Filter {
+    Filter {
+        projects: vec![memory.project.clone()],
+        categories: Vec::new(),
+        now_micros: to_micros(memory.created_at),
+    }
 }
 
 /// What `POST /api/memories` did (serialized as the body of its answer).

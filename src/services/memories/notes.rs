@@ -253,6 +253,8 @@ impl MemoryService {
                 supersedes: None,
                 infer: true,
                 flush: false,
+                nearest: None,
+                new_text: false,
             };
             let saved = self.save_draft(draft).await?;
             if let Some(permit) = permit {

@@ -7,7 +7,7 @@
 //! the round trip (ids are new). Every line goes through the save path (exact and near
 //! dedup, automatic supersession, category inference); embeddings are computed in batches.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
 use chrono::{DateTime, Utc};
@@ -16,12 +16,12 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{
-    embed_error, millis, CreateMemory, Draft, MemoryService, MemoryView, Pending, SaveStatus,
-    Settled,
+    embed_error, millis, neighbour_filter, CreateMemory, Draft, MemoryService, MemoryView, Pending,
+    SaveStatus, Settled, SAVE_NEIGHBOURS,
 };
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
-use crate::model::{Embedded, Source};
+use crate::model::{content_hash, Embedded, Lane, Source};
 use crate::services::{Caller, RateSlot};
 
 /// Lines embedded together.
@@ -255,6 +255,9 @@ impl MemoryService {
             .await
             .map_err(embed_error)?;
         let embedded_at = started.elapsed();
+        let mut drafts = batch.drafts;
+        self.look_ahead(&mut drafts, &vectors).await?;
+        let searched_at = started.elapsed();
         // New memories are committed together (one log sync for up to `Pending::CAPACITY`);
         // each line's outcome is counted when its memory is committed.
         let mut lines = Lines {
@@ -263,7 +266,7 @@ impl MemoryService {
             imported,
             report,
         };
-        for (line, vector) in batch.drafts.into_iter().zip(vectors) {
+        for (line, vector) in drafts.into_iter().zip(vectors) {
             let mut outcome = self.import_line(caller, line, vector, &mut lines).await;
             if outcome.is_ok() && lines.pending.is_full() {
                 outcome = self.commit_lines(&mut lines).await;
@@ -283,10 +286,74 @@ impl MemoryService {
         tracing::debug!(
             lines = batch.lines,
             embed_ms = millis(embedded_at),
-            save_ms = millis(saved_at - embedded_at),
+            search_ms = millis(searched_at - embedded_at),
+            save_ms = millis(saved_at - searched_at),
             flush_ms = millis(started.elapsed() - saved_at),
             "import batch done"
         );
+        Ok(())
+    }
+
+    /// What every line of a batch would look up in turn, looked up at once before the
+    /// lines are saved: which texts are stored already (one query per lane and project), and
+    /// the nearest memories of each line that will look for them (those not naming the memory
+    /// they update), on every core, against the lanes as they are before the batch; each line
+    /// brings its answer up to date when it is saved.
+    async fn look_ahead(&self, drafts: &mut [Line], vectors: &[Vec<f32>]) -> Result<()> {
+        let hashes: Vec<String> = drafts
+            .iter()
+            .map(|(_, _, _, draft)| content_hash(&draft.memory.content_norm()))
+            .collect();
+        let mut asked: HashMap<(Lane, String), Vec<String>> = HashMap::new();
+        for ((_, _, supersedes, draft), hash) in drafts.iter().zip(&hashes) {
+            if supersedes.is_none() {
+                let key = (draft.lane.clone(), draft.memory.project.clone());
+                asked.entry(key).or_default().push(hash.clone());
+            }
+        }
+        let mut stored: HashMap<(Lane, String), HashSet<String>> = HashMap::new();
+        for ((lane, project), hashes) in asked {
+            let found = self.store.stored_hashes(&lane, &project, &hashes).await?;
+            stored.insert((lane, project), found);
+        }
+        // A text an earlier line of the batch saved (a new version's too, whatever its
+        // project) is looked up as before.
+        let mut seen = HashSet::new();
+        for ((_, _, supersedes, draft), hash) in drafts.iter_mut().zip(hashes) {
+            if supersedes.is_some() {
+                seen.insert(hash);
+                continue;
+            }
+            let key = (draft.lane.clone(), draft.memory.project.clone());
+            let known = stored.get(&key).is_some_and(|found| found.contains(&hash));
+            draft.new_text = !known && seen.insert(hash);
+        }
+
+        let wanted: Vec<usize> = drafts
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, _, supersedes, draft))| supersedes.is_none() && draft.infer)
+            .map(|(index, _)| index)
+            .collect();
+        let queries: Vec<_> = wanted
+            .iter()
+            .filter_map(|&index| {
+                let draft = &drafts[index].3;
+                let vector = vectors.get(index)?.clone();
+                Some((draft.lane.clone(), vector, neighbour_filter(&draft.memory)))
+            })
+            .collect();
+        if queries.len() != wanted.len() {
+            return Ok(());
+        }
+        let engine = self.engine.clone();
+        let found =
+            tokio::task::spawn_blocking(move || engine.nearest_ahead(&queries, SAVE_NEIGHBOURS))
+                .await
+                .map_err(|e| Error::Internal(format!("the neighbour search failed: {e}")))?;
+        for (index, ahead) in wanted.into_iter().zip(found) {
+            drafts[index].3.nearest = ahead;
+        }
         Ok(())
     }
 
