@@ -14,6 +14,13 @@ use crate::text::supersession::{judge_update, UpdateJudgement};
 #[async_trait]
 pub trait UpdateJudge: Send + Sync + 'static {
     async fn judge(&self, old: &str, new: &str) -> UpdateJudgement;
+
+    /// The verdict [`UpdateJudge::judge`] gives, computed on the calling thread, for a judge
+    /// that needs no I/O (so many pairs can be judged in parallel ahead of time); `None` for
+    /// one that does.
+    fn judge_offline(&self, _old: &str, _new: &str) -> Option<UpdateJudgement> {
+        None
+    }
 }
 
 /// The offline detector.
@@ -23,6 +30,10 @@ pub struct HeuristicJudge;
 impl UpdateJudge for HeuristicJudge {
     async fn judge(&self, old: &str, new: &str) -> UpdateJudgement {
         judge_update(old, new)
+    }
+
+    fn judge_offline(&self, old: &str, new: &str) -> Option<UpdateJudgement> {
+        Some(judge_update(old, new))
     }
 }
 

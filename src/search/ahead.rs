@@ -24,8 +24,28 @@ pub struct NearestAhead {
     lane: u32,
     /// The lane's slots then: every later one is newer than the answer.
     indexed: usize,
+    /// The lane's count of documents retired or refreshed in place then.
+    edits: u64,
     k: usize,
     found: Vec<(Slot, f32)>,
+    neighbours: Vec<Neighbour>,
+}
+
+impl NearestAhead {
+    /// The answer as it was found.
+    pub fn neighbours(&self) -> &[Neighbour] {
+        &self.neighbours
+    }
+}
+
+/// [`SearchEngine::nearest`]'s answer now, from one taken ahead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearestNow {
+    pub neighbours: Vec<Neighbour>,
+    /// No memory of the lane was retired or refreshed in place since the answer was taken
+    /// ahead: what was read then of its memories (those current then) is still what the index
+    /// holds of them.
+    pub unedited: bool,
 }
 
 impl SearchEngine {
@@ -47,11 +67,20 @@ impl SearchEngine {
                 // meanwhile, and every slot below `indexed` has its vector (both are written
                 // under the documents' write lock).
                 let found = index.vectors().nearest(vector, k, &accept);
+                let neighbours = found
+                    .iter()
+                    .map(|&(slot, similarity)| Neighbour {
+                        id: docs.slots[slot as usize].id,
+                        similarity,
+                    })
+                    .collect();
                 Some(NearestAhead {
                     lane: index.number,
                     indexed: docs.slots.len(),
+                    edits: docs.edits,
                     k,
                     found,
+                    neighbours,
                 })
             })
             .collect()
@@ -66,7 +95,7 @@ impl SearchEngine {
         vector: &[f32],
         filter: &Filter,
         ahead: &NearestAhead,
-    ) -> Option<Vec<Neighbour>> {
+    ) -> Option<NearestNow> {
         let index: Arc<LaneIndex> = self.lane(lane)?;
         if index.number != ahead.lane {
             return None;
@@ -90,14 +119,16 @@ impl SearchEngine {
             kept.iter().map(|&(slot, _)| slot).chain(since),
             &accept,
         );
-        Some(
-            found
-                .into_iter()
-                .map(|(slot, similarity)| Neighbour {
-                    id: docs.slots[slot as usize].id,
-                    similarity,
-                })
-                .collect(),
-        )
+        let neighbours = found
+            .into_iter()
+            .map(|(slot, similarity)| Neighbour {
+                id: docs.slots[slot as usize].id,
+                similarity,
+            })
+            .collect();
+        Some(NearestNow {
+            neighbours,
+            unedited: docs.edits == ahead.edits,
+        })
     }
 }

@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 use crate::embedding::cosine;
 use crate::model::{to_micros, Category, Lane, Memory};
-pub use ahead::NearestAhead;
+pub use ahead::{NearestAhead, NearestNow};
 use text::{TextIndex, TextIndexError};
 use vectors::{LaneVectors, Slot, VectorConfig};
 
@@ -247,6 +247,9 @@ struct Docs {
     by_id: HashMap<Uuid, Slot>,
     /// The last slot indexed in each thread.
     thread_tails: HashMap<String, Slot>,
+    /// Documents retired or refreshed in place so far: a reader that saw this count unchanged
+    /// knows that every document it read then is as it was (new ones take new slots).
+    edits: u64,
     /// The lane's speakers by their key ([`speaker_key`]), numbered as indexed.
     speakers: HashMap<String, u32>,
     /// Live documents of each speaker, by number: a speaker whose memories are all gone is
@@ -345,6 +348,7 @@ impl Docs {
 
     /// Marks a slot dead (deleted, superseded, replaced); its thread links stay for walks.
     fn retire(&mut self, slot: Slot) {
+        self.edits += 1;
         let doc = &mut self.slots[slot as usize];
         if !doc.alive {
             return;
@@ -689,6 +693,7 @@ impl SearchEngine {
             if memory.is_current {
                 let refreshed = docs.slots[slot as usize].refreshed(&IndexDoc::of(memory));
                 docs.slots[slot as usize] = refreshed;
+                docs.edits += 1;
                 return;
             }
             docs.by_id.remove(&memory.id);
@@ -711,6 +716,7 @@ impl SearchEngine {
         if let Some(slot) = docs.by_id.get(&doc.id).copied() {
             let refreshed = docs.slots[slot as usize].refreshed(doc);
             docs.slots[slot as usize] = refreshed;
+            docs.edits += 1;
         }
     }
 

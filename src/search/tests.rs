@@ -599,22 +599,21 @@ fn nearest_found_ahead_and_brought_up_to_date_match_a_search_now() {
     let matches_now = |which: usize| {
         let ahead = ahead[which].as_ref().expect("the lane has an index");
         let now = engine.nearest_now(&lane, &vectors[which], &filter, ahead);
-        assert_eq!(
-            now,
-            Some(engine.nearest(&lane, &vectors[which], k, &filter)),
-            "query {which}"
-        );
+        let now = now.expect("brought up to date");
+        let searched = engine.nearest(&lane, &vectors[which], k, &filter);
+        assert_eq!(now.neighbours, searched, "query {which}");
+        now.unedited
     };
-    (0..3).for_each(matches_now);
+    assert!((0..3).all(matches_now), "nothing was edited");
     // Newer documents, one nearer the first query than all before, one in another project.
     let newer = stage(&[0.04], "");
     stage(&[0.05], "elsewhere");
-    (0..3).for_each(matches_now);
+    assert!((0..3).all(matches_now), "new documents are no edit");
     let now = engine.nearest_now(&lane, &vectors[0], &filter, ahead[0].as_ref().unwrap());
-    assert_eq!(now.unwrap()[0].id, newer[0]);
-    // A removed document that no answer holds changes nothing.
+    assert_eq!(now.unwrap().neighbours[0].id, newer[0]);
+    // A removed document that no answer holds changes no answer, but it is an edit.
     engine.remove(&lane, &[first[9]]).unwrap();
-    (0..3).for_each(matches_now);
+    assert!(!(0..3).any(matches_now), "a removal is an edit");
     // The third query's full answer loses its nearest: its replacement may be any older
     // document, so the answer is not brought up to date.
     engine.remove(&lane, &[first[7]]).unwrap();
@@ -627,4 +626,16 @@ fn nearest_found_ahead_and_brought_up_to_date_match_a_search_now() {
     };
     let none = engine.nearest_ahead(&[(other, vectors[0].clone(), filter.clone())], k);
     assert!(none[0].is_none());
+    // A document refreshed in place (its fields edited) is an edit too.
+    let again = engine.nearest_ahead(&queries[..1], k);
+    let now = |ahead: &NearestAhead| {
+        engine
+            .nearest_now(&lane, &vectors[0], &filter, ahead)
+            .unwrap()
+    };
+    assert!(now(again[0].as_ref().unwrap()).unedited);
+    let mut edited = test_doc(&lane, first[5], "text", "");
+    edited.helpful = 3;
+    engine.refresh_doc(&edited);
+    assert!(!now(again[0].as_ref().unwrap()).unedited);
 }

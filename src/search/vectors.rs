@@ -144,11 +144,12 @@ impl Segment {
         self.dead_count * 2 > self.len()
     }
 
-    /// Exact scan of the live entries accepted by `filter`.
+    /// Exact scan of the live entries accepted by `filter` (asked only of those that would
+    /// enter `top`).
     fn scan(&self, query: &[f16], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
         for (pid, &slot) in self.slots.iter().enumerate() {
-            if self.is_live(pid) && filter(slot) {
-                top.push(slot, dot(query, self.graph.point(pid as u32)));
+            if self.is_live(pid) {
+                top.offer(slot, dot(query, self.graph.point(pid as u32)), filter);
             }
         }
     }
@@ -207,6 +208,12 @@ impl TopK {
     }
 
     fn push(&mut self, slot: Slot, score: f32) {
+        self.offer(slot, score, &|_| true);
+    }
+
+    /// [`TopK::push`] when `filter` accepts the slot, asked only when the candidate would
+    /// enter: a scan pays for the filter (a document table lookup) on few of its entries.
+    fn offer(&mut self, slot: Slot, score: f32, filter: &dyn Fn(Slot) -> bool) {
         if self.k == 0 {
             return;
         }
@@ -218,9 +225,11 @@ impl TopK {
         };
         let candidate = Scored { score, slot };
         if self.heap.len() < self.k {
-            self.heap.push(candidate);
+            if filter(slot) {
+                self.heap.push(candidate);
+            }
         } else if let Some(mut worst) = self.heap.peek_mut() {
-            if candidate < *worst {
+            if candidate < *worst && filter(slot) {
                 *worst = candidate;
             }
         }
@@ -742,11 +751,11 @@ impl LaneVectors {
 
     fn scan_tail(&self, query: &[f16], filter: &dyn Fn(Slot) -> bool, top: &mut TopK) {
         for (index, (&slot, &dead)) in self.tail_slots.iter().zip(&self.tail_dead).enumerate() {
-            if dead || !filter(slot) {
+            if dead {
                 continue;
             }
             if let Some(vector) = self.tail_vector(index) {
-                top.push(slot, dot(query, vector));
+                top.offer(slot, dot(query, vector), filter);
             }
         }
     }

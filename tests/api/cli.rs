@@ -483,7 +483,7 @@ async fn import_and_export_round_trip_with_history() {
 
 /// A line repeating a memory stored before the import is a duplicate of it, in its own lane
 /// and project only; a line repeating an earlier line of its batch is a duplicate of that
-/// line's memory.
+/// line's memory; a line updating a fact stored before the import supersedes it.
 #[tokio::test]
 async fn import_finds_texts_stored_before_it_and_earlier_in_its_batch() {
     let db = fresh_database().await;
@@ -504,9 +504,12 @@ async fn import_finds_texts_stored_before_it_and_earlier_in_its_batch() {
     };
     let first = import(
         "first.jsonl",
-        &[r#"{"content": "Deploys run on Thursdays at noon."}"#],
+        &[
+            r#"{"content": "Deploys run on Thursdays at noon."}"#,
+            r#"{"content": "I live in Lisbon.", "category": "preference"}"#,
+        ],
     );
-    assert_eq!(first["created"], 1, "{first}");
+    assert_eq!(first["created"], 2, "{first}");
     let second = import(
         "second.jsonl",
         &[
@@ -514,13 +517,22 @@ async fn import_finds_texts_stored_before_it_and_earlier_in_its_batch() {
             r#"{"content": "Deploys run on Thursdays at noon.", "project": "ops"}"#,
             r#"{"content": "The office closes at six on Fridays."}"#,
             r#"{"content": "the office closes at six on fridays"}"#,
+            r#"{"content": "I live in Porto."}"#,
         ],
     );
     assert_eq!(second["created"], 2, "{second}");
     assert_eq!(second["duplicates"], 2, "{second}");
+    // A fact stored before the import is updated by a line, read as it was stored.
+    assert_eq!(second["superseded"], 1, "{second}");
     let output = dir.path().join("out.jsonl");
     let exported = export(&db, dir.path(), &workspace, &output);
-    assert_eq!(exported.len(), 3, "{exported:?}");
+    assert_eq!(exported.len(), 5, "{exported:?}");
+    let porto = exported
+        .iter()
+        .find(|m| m["content"] == "I live in Porto.")
+        .unwrap();
+    assert_eq!(porto["version"], 2, "{porto}");
+    assert_eq!(porto["category"], "preference", "{porto}");
 }
 
 /// A line's `supersedesId` links it to the line with that `id`, whether that line is in the

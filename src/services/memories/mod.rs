@@ -23,6 +23,7 @@ use crate::services::validate::*;
 use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::{FeedbackRecord, Store, Superseded};
 use crate::text::specifics::specifics;
+use crate::text::supersession::UpdateJudgement;
 
 mod erasure;
 mod graph;
@@ -295,8 +296,7 @@ impl MemoryService {
             supersedes,
             infer: input.infer.unwrap_or(true),
             flush: false,
-            nearest: None,
-            new_text: false,
+            ahead: LookedUp::default(),
         })
     }
 
@@ -325,8 +325,7 @@ impl MemoryService {
             supersedes,
             infer,
             flush,
-            nearest,
-            new_text,
+            ahead,
         } = draft;
 
         if let Some(old_id) = supersedes {
@@ -356,7 +355,7 @@ impl MemoryService {
             .and_then(|p| p.duplicate(&lane, &memory.project, &hash))
         {
             Some(existing) => Some(existing.clone()),
-            None if new_text => None,
+            None if ahead.new_text => None,
             None => {
                 self.store
                     .find_duplicate(&lane, &memory.project, &hash)
@@ -379,18 +378,22 @@ impl MemoryService {
         };
         let embedded_at = started.elapsed();
         let filter = neighbour_filter(&memory);
-        let neighbours = if infer {
-            nearest
-                .and_then(|ahead| {
-                    self.engine
-                        .nearest_now(&lane, &embedded.vector, &filter, &ahead)
-                })
-                .unwrap_or_else(|| {
-                    self.engine
-                        .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter)
-                })
-        } else {
-            Vec::new()
+        let now = ahead
+            .nearest
+            .as_ref()
+            .filter(|_| infer)
+            .and_then(|nearest| {
+                self.engine
+                    .nearest_now(&lane, &embedded.vector, &filter, nearest)
+            });
+        let (neighbours, read_ahead) = match now {
+            Some(now) => (now.neighbours, now.unedited),
+            None if infer => (
+                self.engine
+                    .nearest(&lane, &embedded.vector, SAVE_NEIGHBOURS, &filter),
+                false,
+            ),
+            None => (Vec::new(), false),
         };
         let searched_at = started.elapsed();
         // The neighbours that a rule below may use, read in one query (only current, live
@@ -401,7 +404,11 @@ impl MemoryService {
             if n.similarity >= self.tuning.supersede_min_similarity
                 || (rank == 0 && n.similarity >= self.tuning.dedup_threshold)
             {
-                match pending.as_deref().and_then(|p| p.get(&n.id)) {
+                let known = pending
+                    .as_deref()
+                    .and_then(|p| p.get(&n.id))
+                    .or_else(|| ahead.memories.get(&n.id).filter(|_| read_ahead));
+                match known {
                     Some(m) => {
                         current.insert(m.id, m.clone());
                     }
@@ -426,7 +433,10 @@ impl MemoryService {
             if old.project != memory.project || !same_voice(&old.speaker, &memory.speaker) {
                 continue;
             }
-            let judgement = self.judge.judge(&old.content, &memory.content).await;
+            let judgement = match ahead.verdicts.get(&old.id).filter(|_| read_ahead) {
+                Some(judgement) => judgement.clone(),
+                None => self.judge.judge(&old.content, &memory.content).await,
+            };
             if judgement.is_update {
                 tracing::debug!(old = %old.id, similarity = neighbour.similarity, reason = %judgement.reason, "fact update detected");
                 if !category_given {
@@ -916,12 +926,27 @@ pub(crate) struct Draft {
     pub infer: bool,
     /// Wait for the keyword index commit before returning (searches wait for it anyway).
     pub flush: bool,
-    /// Its nearest memories, searched ahead with the rest of its import batch.
+    /// What its import batch looked up for it before saving its lines.
+    pub ahead: LookedUp,
+}
+
+/// What an import batch looks up for its lines at once, before it saves them one after the
+/// other (`transfer::look_ahead`); each line uses it only where nothing changed since.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LookedUp {
+    /// Its nearest memories, searched with the rest of the batch.
     pub nearest: Option<NearestAhead>,
-    /// No current memory of its lane and project had its text when its import batch was
-    /// read, and no line before it in the batch has it: the exact-duplicate lookup is skipped
-    /// (the dedup index still refuses a duplicate stored since, at the commit).
+    /// Current memories near the batch's lines, read after their nearest were searched: used
+    /// when no memory of the lane was edited since
+    /// ([`crate::search::NearestNow::unedited`]).
+    pub memories: Arc<HashMap<Uuid, Memory>>,
+    /// No current memory of its lane and project had its text when the batch was read, and
+    /// no line before it in the batch has it: the exact-duplicate lookup is skipped (the dedup
+    /// index still refuses a duplicate stored since, at the commit).
     pub new_text: bool,
+    /// The judge's verdicts on it against memories of `memories` (an offline judge's, given
+    /// in parallel ahead), used with them.
+    pub verdicts: HashMap<Uuid, UpdateJudgement>,
 }
 
 /// The memories a new one is compared with: live ones of its project, unexpired when it was

@@ -253,8 +253,7 @@ impl MemoryService {
                 supersedes: None,
                 infer: true,
                 flush: false,
-                nearest: None,
-                new_text: false,
+                ahead: Default::default(),
             };
             let saved = self.save_draft(draft).await?;
             if let Some(permit) = permit {

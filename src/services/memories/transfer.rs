@@ -12,17 +12,19 @@ use std::io::BufRead;
 
 use chrono::{DateTime, Utc};
 use memvault_actors::{Admission, SavePermit};
+use rayon::prelude::*;
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{
-    embed_error, millis, neighbour_filter, CreateMemory, Draft, MemoryService, MemoryView, Pending,
-    SaveStatus, Settled, SAVE_NEIGHBOURS,
+    embed_error, millis, neighbour_filter, same_voice, CreateMemory, Draft, MemoryService,
+    MemoryView, Pending, SaveStatus, Settled, SAVE_NEIGHBOURS,
 };
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
 use crate::model::{content_hash, Embedded, Lane, Source};
 use crate::services::{Caller, RateSlot};
+use crate::text::supersession::UpdateJudgement;
 
 /// Lines embedded together.
 pub const IMPORT_BATCH: usize = 256;
@@ -126,6 +128,9 @@ impl Lines<'_> {
 
 /// `(line number, exported id, exported id it supersedes, draft)`.
 type Line = (usize, Option<Uuid>, Option<Uuid>, Draft);
+
+/// A line of a batch (its index), its text, and the texts of the memories it may update.
+type ToJudge = (usize, String, Vec<(Uuid, String)>);
 
 /// A batch of lines parsed and validated.
 struct Prepared {
@@ -295,10 +300,11 @@ impl MemoryService {
     }
 
     /// What every line of a batch would look up in turn, looked up at once before the
-    /// lines are saved: which texts are stored already (one query per lane and project), and
-    /// the nearest memories of each line that will look for them (those not naming the memory
-    /// they update), on every core, against the lanes as they are before the batch; each line
-    /// brings its answer up to date when it is saved.
+    /// lines are saved: which texts are stored already (one query per lane and project), the
+    /// nearest memories of each line that will look for them (those not naming the memory
+    /// they update), on every core, against the lanes as they are before the batch, and those
+    /// of them a rule may read (one query per lane). Each line brings its nearest up to date
+    /// when it is saved, and uses what was read only if nothing in its lane was edited since.
     async fn look_ahead(&self, drafts: &mut [Line], vectors: &[Vec<f32>]) -> Result<()> {
         let hashes: Vec<String> = drafts
             .iter()
@@ -326,7 +332,7 @@ impl MemoryService {
             }
             let key = (draft.lane.clone(), draft.memory.project.clone());
             let known = stored.get(&key).is_some_and(|found| found.contains(&hash));
-            draft.new_text = !known && seen.insert(hash);
+            draft.ahead.new_text = !known && seen.insert(hash);
         }
 
         let wanted: Vec<usize> = drafts
@@ -351,8 +357,74 @@ impl MemoryService {
             tokio::task::spawn_blocking(move || engine.nearest_ahead(&queries, SAVE_NEIGHBOURS))
                 .await
                 .map_err(|e| Error::Internal(format!("the neighbour search failed: {e}")))?;
+        // The memories near enough for a rule to read them, read after the search (an edit
+        // in between is seen by the line, which then reads them itself).
+        let near = self
+            .tuning
+            .supersede_min_similarity
+            .min(self.tuning.dedup_threshold);
+        let mut asked: HashMap<Lane, Vec<Uuid>> = HashMap::new();
+        for (&index, ahead) in wanted.iter().zip(&found) {
+            let Some(ahead) = ahead else { continue };
+            let ids = ahead
+                .neighbours()
+                .iter()
+                .filter(|n| n.similarity >= near)
+                .map(|n| n.id);
+            let lane = drafts[index].3.lane.clone();
+            asked.entry(lane).or_default().extend(ids);
+        }
+        let mut memories = HashMap::new();
+        for (lane, mut ids) in asked {
+            ids.sort_unstable();
+            ids.dedup();
+            for memory in self.store.current_memories_by_ids(&lane, &ids).await? {
+                memories.insert(memory.id, memory);
+            }
+        }
+        // The pairs a line's fact-update check would judge, judged in parallel by an offline
+        // judge (an LLM judge is asked at the line, only as far as the check goes).
+        let mut pairs: Vec<ToJudge> = Vec::new();
+        for (&index, ahead) in wanted.iter().zip(&found) {
+            let Some(ahead) = ahead else { continue };
+            let memory = &drafts[index].3.memory;
+            let olds: Vec<(Uuid, String)> = ahead
+                .neighbours()
+                .iter()
+                .filter(|n| n.similarity >= self.tuning.supersede_min_similarity)
+                .filter_map(|n| memories.get(&n.id))
+                .filter(|old| {
+                    old.project == memory.project && same_voice(&old.speaker, &memory.speaker)
+                })
+                .map(|old| (old.id, old.content.clone()))
+                .collect();
+            if !olds.is_empty() {
+                pairs.push((index, memory.content.clone(), olds));
+            }
+        }
+        let judge = self.judge.clone();
+        let verdicts = tokio::task::spawn_blocking(move || {
+            pairs
+                .into_par_iter()
+                .map(|(index, new, olds)| {
+                    let verdicts: HashMap<Uuid, UpdateJudgement> = olds
+                        .into_iter()
+                        .filter_map(|(id, old)| Some((id, judge.judge_offline(&old, &new)?)))
+                        .collect();
+                    (index, verdicts)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("judging ahead failed: {e}")))?;
+        let memories = std::sync::Arc::new(memories);
         for (index, ahead) in wanted.into_iter().zip(found) {
-            drafts[index].3.nearest = ahead;
+            let looked_up = &mut drafts[index].3.ahead;
+            looked_up.nearest = ahead;
+            looked_up.memories = memories.clone();
+        }
+        for (index, verdicts) in verdicts {
+            drafts[index].3.ahead.verdicts = verdicts;
         }
         Ok(())
     }
