@@ -15,9 +15,9 @@ use uuid::Uuid;
 use super::accounts::dto::WorkspaceParam;
 use super::error::ErrorBody;
 use super::extract::ApiQuery;
+use super::memories::dto::ScopeParams;
 use super::AppState;
 use crate::error::Error;
-use crate::services::memories::ScopeParams;
 use crate::services::Principal;
 use crate::storage::erasure::{Eraser, ErasureCounts, ErasureRecord};
 

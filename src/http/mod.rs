@@ -37,6 +37,16 @@ use crate::storage::Store;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+// What the operations that only confirm answer, every subject's (no doc comment: the OpenAPI
+// document shows the schema without a description).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Success {
+    pub success: bool,
+}
+
+/// `{"success": true}`.
+pub const DONE: Success = Success { success: true };
+
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {

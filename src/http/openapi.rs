@@ -14,21 +14,22 @@ use super::billing::dto::{
     SubscriptionView, WebhookAnswer,
 };
 use super::error::ErrorBody;
-use super::{accounts, billing, erasure, health, memories, vault};
-use crate::model::accounts::{Role, SubscriptionStatus};
-use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
-use crate::model::{Category, PlanName, Ranking, Rating, Source};
-use crate::services::memories::{
+use super::memories::dto::{
     CreateMemory, FeedbackInput, ForgetInput, Graph, GraphLink, GraphMeta, GraphNode, History,
     HistoryEntry, JobAccepted, JobPart, JobView, MemoryList, MemoryListItem, MemoryView, Profile,
-    SaveResult, SaveStatus, SearchHit, SearchResults, Success, UpdateMemory,
+    SaveResult, SaveStatus, SearchHit, SearchResults, UpdateMemory,
 };
-use crate::services::vault::{
+use super::vault::dto::{
     ChunkView, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
     DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentEventView, DocumentList,
     DocumentMemories, DocumentRef, DocumentView, EvidenceView, VaultCreated, VaultFeedbackInput,
     VaultList, VaultMemoryList, VaultMemoryView, VaultSearchResults, VaultView,
 };
+use super::Success;
+use super::{accounts, billing, erasure, health, memories, vault};
+use crate::model::accounts::{Role, SubscriptionStatus};
+use crate::model::vault::{DocumentSourceType, MemoryType, VaultSearchMode};
+use crate::model::{Category, PlanName, Ranking, Rating, Source};
 
 #[derive(OpenApi)]
 #[openapi(

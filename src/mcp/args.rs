@@ -1,15 +1,15 @@
 //! Tool inputs: what an AI client fills in. Typed for the client (numbers are numbers) and
-//! described for it; each turns into the same input the REST adapter hands the services, so
-//! validation and its messages are the services' own.
+//! described for it; each turns into the REST adapter's body or query (its wire types), which
+//! parses it as for REST, so validation and its messages are the services' own.
 
 use rmcp::schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::services::memories::{
+use crate::http::memories::dto::{
     CreateMemory, FeedbackInput, ForgetInput, ListParams, ProfileParams, ScopeParams, SearchParams,
     UpdateMemory,
 };
-use crate::services::vault::{
+use crate::http::vault::dto::{
     CreateCompanyFact, CreateDocument, DocumentAt, VaultParams, VaultSearchParams,
 };
 

@@ -26,10 +26,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::http::memories::calls;
+use crate::http::memories::dto::SaveAnswer;
+use crate::http::vault::calls as vault_calls;
 use crate::http::AppState;
 use crate::model::accounts::Scope;
 use crate::model::Source;
-use crate::services::memories::{CreateOutcome, MemoryService};
+use crate::services::memories::MemoryService;
 use crate::services::vault::VaultService;
 use crate::services::{Principal, RateSlot};
 use args::*;
@@ -224,11 +227,11 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::MemoriesWrite)?;
-            self.memories.create(&who, args.into()).await
+            calls::create(&self.memories, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |outcome| match outcome {
-            CreateOutcome::Saved(saved) => format!(
+            SaveAnswer::Saved(saved) => format!(
                 "{} memory {}: {}",
                 serde_json::to_value(saved.status)
                     .ok()
@@ -237,7 +240,7 @@ impl MemvaultMcp {
                 saved.memory.id,
                 saved.memory.content
             ),
-            CreateOutcome::Accepted(job) => {
+            SaveAnswer::Accepted(job) => {
                 format!("long note accepted as job {}: {}", job.job_id, job.message)
             }
         }))
@@ -255,7 +258,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::MemoriesRead)?;
-            self.memories.search(&who, args.into()).await
+            calls::search(&self.memories, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |found| {
@@ -282,7 +285,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::MemoriesRead)?;
-            self.memories.list(&who, args.into()).await
+            calls::list(&self.memories, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |list| {
@@ -306,7 +309,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::MemoriesRead)?;
-            self.memories.get(&who, &args.id, args.scope_params()).await
+            calls::get(&self.memories, &who, &args.id, args.scope_params()).await
         }
         .await;
         Ok(answer(result, |m| {
@@ -326,9 +329,8 @@ impl MemvaultMcp {
         let (target, input) = args.split();
         let result = async {
             let who = caller(&ctx, Scope::MemoriesWrite)?;
-            self.memories
-                .update(&who, &target.id, target.scope_params(), input)
-                .await
+            let (id, params) = (target.id.as_str(), target.scope_params());
+            calls::update(&self.memories, &who, id, params, input).await
         }
         .await;
         Ok(answer(result, |m| {
@@ -351,9 +353,8 @@ impl MemvaultMcp {
         let (target, input) = args.split();
         let result = async {
             let who = caller(&ctx, Scope::MemoriesWrite)?;
-            self.memories
-                .forget(&who, &target.id, target.scope_params(), input)
-                .await
+            let (id, params) = (target.id.as_str(), target.scope_params());
+            calls::forget(&self.memories, &who, id, params, input).await
         }
         .await;
         Ok(answer(result, |_| format!("forgot memory {}", target.id)))
@@ -371,9 +372,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::MemoriesRead)?;
-            self.memories
-                .history(&who, &args.id, args.scope_params())
-                .await
+            calls::history(&self.memories, &who, &args.id, args.scope_params()).await
         }
         .await;
         Ok(answer(result, |h| {
@@ -398,9 +397,8 @@ impl MemvaultMcp {
         let (target, input) = args.split();
         let result = async {
             let who = caller(&ctx, Scope::MemoriesWrite)?;
-            self.memories
-                .feedback(&who, &target.id, target.scope_params(), input)
-                .await
+            let (id, params) = (target.id.as_str(), target.scope_params());
+            calls::feedback(&self.memories, &who, id, params, input).await
         }
         .await;
         Ok(answer(result, |_| {
@@ -421,7 +419,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::MemoriesRead)?;
-            self.memories.profile(&who, args.into()).await
+            calls::profile(&self.memories, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |p| {
@@ -451,7 +449,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::VaultRead)?;
-            self.vault.search(&who, args.into()).await
+            vault_calls::search(&self.vault, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |r| {
@@ -489,8 +487,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::VaultWrite)?;
-            self.vault
-                .add_fact(&who, args.into())
+            vault_calls::add_fact(&self.vault, &who, args.into())
                 .await
                 .map(|(created, _)| created)
         }
@@ -512,7 +509,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::VaultWrite)?;
-            self.vault.create_document(&who, args.into()).await
+            vault_calls::create_document(&self.vault, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |a| {
@@ -534,7 +531,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::VaultRead)?;
-            self.vault.list_documents(&who, args.into()).await
+            vault_calls::list_documents(&self.vault, &who, args.into()).await
         }
         .await;
         Ok(answer(result, |list| {
@@ -559,9 +556,7 @@ impl MemvaultMcp {
     ) -> Result<CallToolResult, McpError> {
         let result = async {
             let who = caller(&ctx, Scope::VaultRead)?;
-            self.vault
-                .document(&who, &args.document_id, args.at())
-                .await
+            vault_calls::document(&self.vault, &who, &args.document_id, args.at()).await
         }
         .await;
         Ok(answer(result, |d| {

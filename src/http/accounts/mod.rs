@@ -10,9 +10,8 @@ use axum::Json;
 
 use super::error::ErrorBody;
 use super::extract::{ApiJson, ClientAddr};
-use super::AppState;
+use super::{AppState, Success, DONE};
 use crate::error::Error;
-use crate::services::memories::Success;
 use crate::services::Principal;
 
 pub mod dto;
@@ -22,9 +21,6 @@ use dto::{
     InvitationAccepted, InvitationCreated, MemberChanged, SessionView, SignIn, SignUp, Team,
     WorkspaceCreated, WorkspaceList,
 };
-
-/// What the operations that only confirm answer.
-const DONE: Success = Success { success: true };
 
 /// Creates an account and its first workspace (the new user owns it), and signs in: the
 /// session cookie `memvault.session_token` is set.

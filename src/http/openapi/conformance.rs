@@ -27,14 +27,15 @@ use crate::http::billing::dto::{
 use crate::http::erasure::{Erasure, ErasureList};
 use crate::http::error::ErrorBody;
 use crate::http::health::{ClusterView, Health, NodeView, Readiness};
-use crate::services::memories::{
+use crate::http::memories::dto::{
     Graph, History, JobAccepted, JobView, MemoryList, MemoryView, Profile, SaveResult,
-    SearchResults, Success,
+    SearchResults,
 };
-use crate::services::vault::{
+use crate::http::vault::dto::{
     CompanyFactCreated, DocumentAccepted, DocumentDeleted, DocumentDetail, DocumentList,
     DocumentMemories, VaultCreated, VaultList, VaultMemoryList, VaultSearchResults,
 };
+use crate::http::Success;
 
 /// Reads an example into `T` and writes it back.
 type RoundTrip = fn(&Value) -> Result<Value, String>;

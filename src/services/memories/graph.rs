@@ -15,11 +15,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use memvault_actors::EndpointClass;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{int_param, lane, MemoryService};
+use super::{GraphQuery, MemoryService, Parsed};
 use crate::embedding::cosine;
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
@@ -36,22 +34,7 @@ pub const MIN_SIMILARITY: f32 = 0.5;
 /// Characters of a node's label.
 const LABEL_CHARS: usize = 60;
 
-/// Query of `GET /api/memories/graph`.
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct GraphParams {
-    /// The lane; omitted = unscoped memories only.
-    #[param(max_length = 200)]
-    pub scope: Option<String>,
-    /// Nodes, 1 to 500 (default 100): the most recent current memories.
-    #[param(value_type = Option<i64>, minimum = 1, maximum = 500)]
-    pub limit: Option<String>,
-    pub workspace_id: Option<Uuid>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GraphNode {
     pub id: String,
     /// The start of the content.
@@ -66,22 +49,19 @@ pub struct GraphNode {
     pub root_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GraphLink {
     pub id: String,
     pub source: String,
     pub target: String,
     /// `similar` (derived), `same_note` or `same_entity`.
-    #[serde(rename = "type")]
     pub kind: String,
     pub derived: bool,
     /// Cosine similarity for derived links, 1 for relations.
     pub strength: f32,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GraphMeta {
     pub total_nodes: i64,
     pub total_links: i64,
@@ -89,7 +69,7 @@ pub struct GraphMeta {
     pub derived_links: i64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Graph {
     pub nodes: Vec<GraphNode>,
     pub links: Vec<GraphLink>,
@@ -98,20 +78,16 @@ pub struct Graph {
 
 impl MemoryService {
     /// `GET /api/memories/graph`.
-    pub async fn graph(&self, who: &Principal, params: GraphParams) -> Result<Graph> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn graph(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        query: Parsed<GraphQuery>,
+    ) -> Result<Graph> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let limit = int_param(
-            "limit",
-            params.limit.as_deref(),
-            DEFAULT_GRAPH_NODES,
-            1,
-            MAX_GRAPH_NODES,
-        )?;
+        let GraphQuery { scope, limit } = query?;
+        let lane = scope.lane(caller);
         let (memories, _) = self
             .store
             .list_memories(&ListFilter {

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use memvault_actors::{EndpointClass, Maintainer, Workspaces};
-use serde::Serialize;
 use uuid::Uuid;
 
 use crate::config::Fusion;
@@ -15,8 +14,7 @@ use crate::error::{Error, Result};
 use crate::judge::UpdateJudge;
 use crate::model::accounts::Need;
 use crate::model::{
-    content_hash, normalize, now, to_micros, Category, Embedded, FieldPatch, Lane, ListFilter,
-    Memory, NewMemory, Rating, Source,
+    content_hash, now, to_micros, Category, Embedded, Lane, ListFilter, Memory, NewMemory, Source,
 };
 use crate::search::{speaker_key, Filter, NearestAhead, SearchEngine, SearchError};
 use crate::services::validate::*;
@@ -26,25 +24,32 @@ use crate::text::specifics::specifics;
 use crate::text::supersession::UpdateJudgement;
 
 mod erasure;
-mod graph;
+pub mod graph;
+pub mod inputs;
 mod notes;
 mod pending;
 mod profile;
 mod rebuild;
-pub(crate) mod search;
+mod records;
+pub mod search;
 mod transfer;
-mod views;
 
 pub(crate) use transfer::export_line;
 
-pub use graph::{Graph, GraphLink, GraphMeta, GraphNode, GraphParams};
-pub use notes::{JobAccepted, JobPart, JobView, NoteJobs};
+pub use graph::{Graph, GraphLink, GraphMeta, GraphNode};
+pub use inputs::{
+    forget_reason, GraphQuery, ListFields, ListQuery, MemoryAt, MemoryEdit, NewFeedback, NewSave,
+    Parsed, ProfileQuery, Save, SaveFields, Scope, SearchFields, SearchQuery,
+};
+pub use notes::{NoteJobs, COMPLETED, FAILED, QUEUED, RUNNING};
 pub(crate) use pending::{Pending, Settled};
-pub use profile::{Profile, ProfileParams};
+pub use profile::Profile;
 pub use rebuild::RebuildReport;
-pub use search::{SearchHit, SearchParams, SearchResults};
+pub use records::{
+    none_if_empty, Chain, CreateOutcome, Found, MemoryPage, MemoryRecord, NoteAccepted, NoteJob,
+    NotePart, SaveStatus, Saved,
+};
 pub use transfer::{export, ImportReport, IMPORT_BATCH};
-pub use views::*;
 
 pub use crate::services::validate::{MAX_PROJECT_CHARS, MAX_SCOPE_CHARS};
 pub const MAX_SEARCH_CHARS: usize = 200;
@@ -56,17 +61,7 @@ pub const DEFAULT_CATEGORY: Category = Category::Fact;
 
 /// The lane named by an optional `scope` (absent or empty = unscoped).
 pub fn lane(caller: &Caller, scope: Option<&str>) -> Result<Lane> {
-    let scope = scope.unwrap_or_default();
-    if chars(scope) > MAX_SCOPE_CHARS {
-        return Err(Error::validation(
-            "scope",
-            format!("must be at most {MAX_SCOPE_CHARS} characters"),
-        ));
-    }
-    Ok(Lane {
-        workspace_id: caller.workspace_id,
-        scope: scope.to_string(),
-    })
+    Ok(Scope::parse(scope)?.lane(caller))
 }
 
 // ----- the service --------------------------------------------------------------------------
@@ -215,7 +210,7 @@ impl MemoryService {
 
     /// `POST /api/memories`: a short memory is saved at once (201); a long note is accepted as
     /// a job that splits it into atomic memories (202).
-    pub async fn create(&self, who: &Principal, input: CreateMemory) -> Result<CreateOutcome> {
+    pub async fn create(&self, who: &Principal, input: Save) -> Result<CreateOutcome> {
         let caller = &self
             .gate
             .enter(who, input.workspace_id, Need::Write)
@@ -226,10 +221,10 @@ impl MemoryService {
             &self.workspaces,
             caller,
             EndpointClass::Save,
-            input.supersedes.is_none(),
+            !input.new_version,
         )
         .await?;
-        let draft = self.draft(caller, &input, caller.source)?;
+        let draft = self.draft(caller, input.memory?, caller.source);
         if draft.infer
             && draft.supersedes.is_none()
             && chars(&draft.memory.content) > self.tuning.long_note_chars
@@ -255,56 +250,42 @@ impl MemoryService {
         Ok(CreateOutcome::Saved(Box::new(result)))
     }
 
-    /// Validates a save request into a memory to store.
-    fn draft(&self, caller: &Caller, input: &CreateMemory, source: Source) -> Result<Draft> {
-        let lane = lane(caller, input.scope.as_deref())?;
-        let content = content(input.content.as_deref(), self.tuning.max_content_chars)?;
-        let category = category(input.category.as_deref())?;
-        let valid_from = timestamp("validFrom", input.valid_from.as_deref())?;
-        let valid_until = timestamp("validUntil", input.valid_until.as_deref())?;
-        validity(valid_from, valid_until)?;
-        let supersedes = input
-            .supersedes
-            .as_deref()
-            .map(|id| memory_id("supersedes", id))
-            .transpose()?;
-        let project_given = input.project.is_some();
-        let project = project(input.project.as_deref())?;
-        let thread = thread(input.thread.as_deref())?;
-        let speaker = speaker(input.speaker.as_deref())?;
-        Ok(Draft {
+    /// A parsed save as a memory to store in the caller's lane.
+    fn draft(&self, caller: &Caller, save: NewSave, source: Source) -> Draft {
+        let lane = save.scope.lane(caller);
+        Draft {
             memory: NewMemory {
                 id: Uuid::now_v7(),
                 workspace_id: caller.workspace_id,
                 user_id: caller.user_id.clone(),
-                category: category.unwrap_or(DEFAULT_CATEGORY),
-                content,
+                category: save.category.unwrap_or(DEFAULT_CATEGORY),
+                content: save.content,
                 source,
                 scope: lane.scope.clone(),
-                project,
-                valid_from,
-                valid_until,
+                project: save.project.clone().unwrap_or_default(),
+                valid_from: save.valid_from,
+                valid_until: save.valid_until,
                 created_at: now(),
                 origin_id: None,
-                thread,
-                speaker,
+                thread: save.thread,
+                speaker: save.speaker,
                 embedding: None,
             },
             lane,
-            category_given: category.is_some(),
-            project_given,
-            supersedes,
-            infer: input.infer.unwrap_or(true),
+            category_given: save.category.is_some(),
+            project_given: save.project.is_some(),
+            supersedes: save.supersedes,
+            infer: save.infer,
             flush: false,
             ahead: LookedUp::default(),
-        })
+        }
     }
 
     /// The save path shared by short saves, the parts of long notes and imports: exact
     /// duplicates, then the nearest memories (fact updates become new versions, near-duplicates
     /// return the existing memory), then a new memory. Every stored memory is searchable
     /// before this returns.
-    pub(crate) async fn save_draft(&self, draft: Draft) -> Result<SaveResult> {
+    pub(crate) async fn save_draft(&self, draft: Draft) -> Result<Saved> {
         self.save_draft_in(draft, None).await
     }
 
@@ -316,7 +297,7 @@ impl MemoryService {
         &self,
         draft: Draft,
         mut pending: Option<&mut Pending>,
-    ) -> Result<SaveResult> {
+    ) -> Result<Saved> {
         let Draft {
             mut memory,
             lane,
@@ -566,7 +547,7 @@ impl MemoryService {
         old: &Memory,
         mut memory: NewMemory,
         flush: bool,
-    ) -> Result<SaveResult> {
+    ) -> Result<Saved> {
         let hash = content_hash(&memory.content_norm());
         if let Some(existing) = self
             .store
@@ -598,111 +579,66 @@ impl MemoryService {
     }
 
     /// `GET /api/memories`.
-    pub async fn list(&self, who: &Principal, params: ListParams) -> Result<MemoryList> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn list(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        query: Parsed<ListQuery>,
+    ) -> Result<MemoryPage> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let limit = int_param("limit", params.limit.as_deref(), DEFAULT_LIST_LIMIT, 1, 100)?;
-        let offset = int_param("offset", params.offset.as_deref(), 0, 0, MAX_OFFSET)?;
-        let categories = category_filter(params.category.as_deref())?;
-        let projects = project_filter(params.project.as_deref())?;
-        let search = match params.search.as_deref() {
-            Some(s) if chars(s) > MAX_SEARCH_CHARS => {
-                return Err(Error::validation(
-                    "search",
-                    format!("must be at most {MAX_SEARCH_CHARS} characters"),
-                ))
-            }
-            Some(s) => Some(normalize(s)).filter(|s| !s.is_empty()),
-            None => None,
-        };
-        let include_expired = bool_param("includeExpired", params.include_expired.as_deref())?;
-        let thread = Some(thread(params.thread.as_deref())?).filter(|t| !t.is_empty());
+        let query = query?;
+        let (limit, offset) = (query.limit, query.offset);
         let filter = ListFilter {
-            lane,
-            categories,
-            projects,
-            search,
-            include_expired,
+            lane: query.scope.lane(caller),
+            categories: query.categories,
+            projects: query.projects,
+            search: query.search,
+            include_expired: query.include_expired,
             exclude_wrong: false,
             created_since: None,
-            thread,
+            thread: query.thread,
             now: now(),
             limit,
             offset,
         };
-        let (page, total) = self.store.list_memories(&filter).await?;
-        Ok(MemoryList {
-            has_more: offset + (page.len() as i64) < total,
-            memories: page.iter().map(MemoryListItem::from).collect(),
+        let (memories, total) = self.store.list_memories(&filter).await?;
+        Ok(MemoryPage {
+            has_more: offset + (memories.len() as i64) < total,
+            memories,
             total,
         })
     }
 
     /// `GET /api/memories/{id}`.
-    pub async fn get(&self, who: &Principal, id: &str, params: ScopeParams) -> Result<MemoryView> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn get(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        at: Parsed<MemoryAt>,
+    ) -> Result<Memory> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let id = path_id(id)?;
-        let memory = self
-            .store
-            .memory(&lane, id)
+        let at = at?;
+        self.store
+            .memory(&at.scope.lane(caller), at.id)
             .await?
-            .ok_or_else(Error::memory_not_found)?;
-        Ok(MemoryView::from(&memory))
+            .ok_or_else(Error::memory_not_found)
     }
 
     /// `PATCH /api/memories/{id}`.
     pub async fn update(
         &self,
         who: &Principal,
-        id: &str,
-        params: ScopeParams,
-        input: UpdateMemory,
-    ) -> Result<MemoryView> {
-        let caller = &self
-            .gate
-            .enter(who, input.workspace_id.or(params.workspace_id), Need::Write)
-            .await?;
+        workspace_id: Option<Uuid>,
+        at: Parsed<MemoryAt>,
+        edit: Parsed<MemoryEdit>,
+    ) -> Result<Memory> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let id = path_id(id)?;
-        let content = input
-            .content
-            .as_deref()
-            .map(|c| content(Some(c), self.tuning.max_content_chars))
-            .transpose()?;
-        let patch = FieldPatch {
-            category: category(input.category.as_deref())?,
-            project: input
-                .project
-                .as_ref()
-                .map(|p| project(p.as_deref()))
-                .transpose()?,
-            valid_from: input
-                .valid_from
-                .as_ref()
-                .map(|v| timestamp("validFrom", v.as_deref()))
-                .transpose()?,
-            valid_until: input
-                .valid_until
-                .as_ref()
-                .map(|v| timestamp("validUntil", v.as_deref()))
-                .transpose()?,
-        };
-        if content.is_none() && patch.is_empty() {
-            return Err(Error::validation(
-                "body",
-                "nothing to update: give content, category, project, validFrom or validUntil",
-            ));
-        }
+        let at = at?;
+        let (lane, id) = (at.scope.lane(caller), at.id);
+        let MemoryEdit { content, patch } = edit?;
         let current = self
             .store
             .memory(&lane, id)
@@ -742,7 +678,7 @@ impl MemoryService {
                     Superseded::Created(created) => {
                         self.unindex(&lane, &[id]);
                         self.index_saved(&created, &embedded, false).await?;
-                        Ok(MemoryView::from(&created))
+                        Ok(created)
                     }
                     Superseded::Duplicate(existing) => Err(Error::Conflict(format!(
                         "memory {} already holds this content in this scope and project",
@@ -752,7 +688,7 @@ impl MemoryService {
                     Superseded::NotCurrent => Err(not_current(id)),
                 }
             }
-            None if patch.is_empty() => Ok(MemoryView::from(&current)),
+            None if patch.is_empty() => Ok(current),
             None => match self
                 .store
                 .update_memory_fields(&lane, id, &patch, to_micros(now()))
@@ -760,7 +696,7 @@ impl MemoryService {
             {
                 Some(updated) => {
                     self.reindex_fields(&updated);
-                    Ok(MemoryView::from(&updated))
+                    Ok(updated)
                 }
                 None => Err(not_current(id)),
             },
@@ -768,14 +704,16 @@ impl MemoryService {
     }
 
     /// `DELETE /api/memories/{id}`: soft-deletes this one memory.
-    pub async fn delete(&self, who: &Principal, id: &str, params: ScopeParams) -> Result<Success> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Write)
-            .await?;
+    pub async fn delete(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        at: Parsed<MemoryAt>,
+    ) -> Result<()> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let id = path_id(id)?;
+        let at = at?;
+        let (lane, id) = (at.scope.lane(caller), at.id);
         let was_current = self
             .store
             .delete_memory(&lane, id, to_micros(now()))
@@ -785,34 +723,22 @@ impl MemoryService {
             self.unindex(&lane, &[id]);
             self.workspaces.memories_removed(caller.workspace_id, 1);
         }
-        Ok(Success { success: true })
+        Ok(())
     }
 
     /// `POST /api/memories/{id}/forget`: soft-deletes the whole chain.
     pub async fn forget(
         &self,
         who: &Principal,
-        id: &str,
-        params: ScopeParams,
-        input: ForgetInput,
-    ) -> Result<Success> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Write)
-            .await?;
+        workspace_id: Option<Uuid>,
+        at: Parsed<MemoryAt>,
+        reason: Parsed<Option<String>>,
+    ) -> Result<()> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let id = path_id(id)?;
-        if input
-            .reason
-            .as_deref()
-            .is_some_and(|r| chars(r) > MAX_EXPLANATION_CHARS)
-        {
-            return Err(Error::validation(
-                "reason",
-                format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
-            ));
-        }
+        let at = at?;
+        let (lane, id) = (at.scope.lane(caller), at.id);
+        let reason = reason?;
         // The chain's current version leaves the index (the others are not in it).
         let chain: Vec<Uuid> = match self.store.memory(&lane, id).await? {
             Some(memory) => self
@@ -830,21 +756,23 @@ impl MemoryService {
             .await?
             .ok_or_else(Error::memory_not_found)?;
         self.unindex(&lane, &chain);
-        tracing::info!(memory_id = %id, reason = %crate::loggable::loggable(input.reason.as_deref().unwrap_or("")), "memory chain forgotten");
+        tracing::info!(memory_id = %id, reason = %crate::loggable::loggable(reason.as_deref().unwrap_or("")), "memory chain forgotten");
         self.workspaces
             .memories_removed(caller.workspace_id, removed);
-        Ok(Success { success: true })
+        Ok(())
     }
 
     /// `GET /api/memories/{id}/history`.
-    pub async fn history(&self, who: &Principal, id: &str, params: ScopeParams) -> Result<History> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn history(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        at: Parsed<MemoryAt>,
+    ) -> Result<Chain> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let id = path_id(id)?;
+        let at = at?;
+        let (lane, id) = (at.scope.lane(caller), at.id);
         let memory = self
             .store
             .memory(&lane, id)
@@ -856,9 +784,9 @@ impl MemoryService {
             return Err(Error::memory_not_found());
         }
         let current = chain.remove(chain.iter().position(|m| m.is_current).unwrap_or(0));
-        Ok(History {
-            current: HistoryEntry::from(&current),
-            history: chain.iter().map(HistoryEntry::from).collect(),
+        Ok(Chain {
+            current,
+            history: chain,
         })
     }
 
@@ -866,41 +794,22 @@ impl MemoryService {
     pub async fn feedback(
         &self,
         who: &Principal,
-        id: &str,
-        params: ScopeParams,
-        input: FeedbackInput,
-    ) -> Result<Success> {
-        let caller = &self
-            .gate
-            .enter(who, input.workspace_id.or(params.workspace_id), Need::Write)
-            .await?;
+        workspace_id: Option<Uuid>,
+        at: Parsed<MemoryAt>,
+        feedback: Parsed<NewFeedback>,
+    ) -> Result<()> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let id = path_id(id)?;
-        let rating = input
-            .rating
-            .as_deref()
-            .ok_or_else(|| Error::validation("rating", "is required"))?;
-        let rating = rating.parse::<Rating>().map_err(|()| {
-            Error::validation(
-                "rating",
-                format!("'{rating}' is not one of {}", Rating::expected()),
-            )
-        })?;
-        if input
-            .explanation
-            .as_deref()
-            .is_some_and(|e| chars(e) > MAX_EXPLANATION_CHARS)
-        {
-            return Err(Error::validation(
-                "explanation",
-                format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
-            ));
-        }
+        let at = at?;
+        let (lane, id) = (at.scope.lane(caller), at.id);
+        let NewFeedback {
+            rating,
+            explanation,
+        } = feedback?;
         let record = FeedbackRecord {
             id: Uuid::now_v7(),
             rating,
-            explanation: input.explanation,
+            explanation,
             at_micros: to_micros(now()),
         };
         if !self.store.record_feedback(&lane, id, &record).await? {
@@ -910,7 +819,7 @@ impl MemoryService {
         if let Some(memory) = self.store.memory(&lane, id).await? {
             self.reindex_fields(&memory);
         }
-        Ok(Success { success: true })
+        Ok(())
     }
 }
 
@@ -959,17 +868,6 @@ pub(crate) fn neighbour_filter(memory: &NewMemory) -> Filter {
     }
 }
 
-/// What `POST /api/memories` did (serialized as the body of its answer).
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum CreateOutcome {
-    /// 201: saved (created, duplicate or superseded). Boxed: a memory view is several times
-    /// the size of a job's answer.
-    Saved(Box<SaveResult>),
-    /// 202: a long note accepted as a job.
-    Accepted(JobAccepted),
-}
-
 /// Whether two memories may be one fact (a near-duplicate, or an update of the other): not when
 /// both name a speaker and the speakers differ ("I live in Paris" said by two people is two
 /// facts). Names compare as search matches them (`speaker_key`: case and punctuation aside).
@@ -1004,9 +902,9 @@ fn lane_of(memory: &NewMemory) -> Lane {
     }
 }
 
-fn saved(memory: &Memory, status: SaveStatus) -> SaveResult {
-    SaveResult {
-        memory: MemoryView::from(memory),
+fn saved(memory: &Memory, status: SaveStatus) -> Saved {
+    Saved {
+        memory: memory.clone(),
         status,
     }
 }
@@ -1015,9 +913,4 @@ fn not_current(id: Uuid) -> Error {
     Error::Conflict(format!(
         "memory {id} is not the current version of its chain; use its current version (see its history)"
     ))
-}
-
-/// A memory id from the path; a malformed one cannot name a memory, so it is a 404.
-fn path_id(raw: &str) -> Result<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| Error::memory_not_found())
 }

@@ -13,10 +13,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memvault_actors::{Admission, JobHandler};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{Draft, MemoryService, MemoryView, SaveStatus};
+use super::{Draft, MemoryRecord, MemoryService, NoteAccepted, NoteJob, NotePart, SaveStatus};
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
 use crate::model::{now, Category, JobRecord, Lane, NewMemory, Source};
@@ -47,47 +46,9 @@ struct NoteRequest {
     speaker: String,
 }
 
-/// Answer of a save that went the 202 way.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobAccepted {
-    pub job_id: Uuid,
-    pub message: String,
-}
-
-/// One atomic memory a job made (or found).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobPart {
-    /// `created`, `duplicate` or `superseded`; absent when the part was refused.
-    pub status: Option<SaveStatus>,
-    pub memory: Option<MemoryView>,
-    /// Why a part was refused (e.g. the plan's memory limit).
-    pub error: Option<String>,
-    /// The atomic text the part was made from.
-    pub content: String,
-}
-
-/// `GET /api/memories/jobs/{jobId}`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobView {
-    pub job_id: Uuid,
-    /// `queued`, `running`, `completed` or `failed`.
-    pub state: String,
-    pub attempts: i64,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
-    /// Why the job failed.
-    pub error: Option<String>,
-    /// When completed: the memories made from the note, in note order.
-    pub memories: Vec<JobPart>,
-}
-
 impl MemoryService {
     /// Persists a long note as a job and hands it to the jobs supervisor.
-    pub(super) async fn accept_note(&self, caller: &Caller, draft: Draft) -> Result<JobAccepted> {
+    pub(super) async fn accept_note(&self, caller: &Caller, draft: Draft) -> Result<NoteAccepted> {
         let request = NoteRequest {
             content: draft.memory.content,
             category: draft.category_given.then_some(draft.memory.category),
@@ -116,14 +77,9 @@ impl MemoryService {
         };
         self.store.insert_job(&job).await?;
         self.submit_job(job.id, job.workspace_id);
-        Ok(JobAccepted {
+        Ok(NoteAccepted {
             job_id: job.id,
-            message: format!(
-                "the note is long ({} characters): it is being split into atomic memories; \
-                 follow GET /api/memories/jobs/{}",
-                request.content.chars().count(),
-                job.id
-            ),
+            chars: request.content.chars().count(),
         })
     }
 
@@ -165,7 +121,7 @@ impl MemoryService {
         who: &Principal,
         id: &str,
         workspace_id: Option<Uuid>,
-    ) -> Result<JobView> {
+    ) -> Result<NoteJob> {
         let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         let not_found = || Error::NotFound("job not found".to_string());
@@ -176,21 +132,12 @@ impl MemoryService {
             .await?
             .filter(|job| job.workspace_id == caller.workspace_id)
             .ok_or_else(not_found)?;
-        let memories = match &job.result {
+        let parts = match &job.result {
             Some(result) => serde_json::from_str(result)
                 .map_err(|e| Error::Internal(format!("job {id}: unreadable result: {e}")))?,
             None => Vec::new(),
         };
-        Ok(JobView {
-            job_id: job.id,
-            state: job.state,
-            attempts: job.attempts,
-            created_at: job.created_at,
-            updated_at: job.updated_at,
-            finished_at: job.finished_at,
-            error: job.error,
-            memories,
-        })
+        Ok(NoteJob { job, parts })
     }
 
     /// One attempt of a job: split the note, save every part, persist the outcome.
@@ -219,7 +166,7 @@ impl MemoryService {
             let permit = match self.workspaces.reserve_memory(job.workspace_id).await? {
                 Admission::Allowed { permit, .. } => permit,
                 Admission::MemoryLimitReached { limit, .. } => {
-                    parts.push(JobPart {
+                    parts.push(NotePart {
                         status: None,
                         memory: None,
                         error: Some(Error::MemoryLimit { limit }.to_string()),
@@ -259,9 +206,9 @@ impl MemoryService {
             if let Some(permit) = permit {
                 permit.finish(saved.status == SaveStatus::Created);
             }
-            parts.push(JobPart {
+            parts.push(NotePart {
                 status: Some(saved.status),
-                memory: Some(saved.memory),
+                memory: Some(MemoryRecord::from(&saved.memory)),
                 error: None,
                 content,
             });

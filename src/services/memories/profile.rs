@@ -14,11 +14,9 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use memvault_actors::{CachedProfile, EndpointClass, ProfileKey};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{lane, project, MemoryService};
+use super::{MemoryService, Parsed, ProfileQuery};
 use crate::error::Result;
 use crate::model::accounts::Need;
 use crate::model::{now, Category, Lane, ListFilter};
@@ -27,45 +25,27 @@ use crate::services::{admit, Principal};
 /// The window of the dynamic part.
 pub const DYNAMIC_DAYS: i64 = 14;
 
-/// Query of `GET /api/memories/profile`.
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct ProfileParams {
-    /// The lane; omitted = unscoped memories only.
-    #[param(max_length = 200)]
-    pub scope: Option<String>,
-    /// Limits the profile to one project of the scope (at most 100 characters).
-    #[param(max_length = 100)]
-    pub project: Option<String>,
-    pub workspace_id: Option<Uuid>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+/// A lane's profile.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
     /// Stable preferences and facts, most recent first.
-    #[serde(rename = "static")]
     pub static_lines: Vec<String>,
     /// Context and decisions of the last 14 days, most recent first.
-    #[serde(rename = "dynamic")]
     pub dynamic_lines: Vec<String>,
 }
 
 impl MemoryService {
     /// `GET /api/memories/profile`.
-    pub async fn profile(&self, who: &Principal, params: ProfileParams) -> Result<Profile> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn profile(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        query: Parsed<ProfileQuery>,
+    ) -> Result<Profile> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let project = params
-            .project
-            .as_deref()
-            .map(|p| project(Some(p)))
-            .transpose()?
-            .filter(|p| !p.is_empty());
+        let ProfileQuery { scope, project } = query?;
+        let lane = scope.lane(caller);
         let key = ProfileKey {
             scope: lane.scope.clone(),
             project: project.clone(),

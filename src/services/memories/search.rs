@@ -2,17 +2,12 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{
-    category_filter, chars, embed_error, int_param, lane, millis, project_filter, search_error,
-    MemoryListItem, MemoryService,
-};
+use super::{embed_error, millis, search_error, Found, MemoryService, Parsed, SearchQuery};
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
-use crate::model::{now, to_micros, Ranking};
+use crate::model::{now, to_micros};
 use crate::search::{Filter, Mode, Query};
 use crate::services::{admit, Principal};
 use memvault_actors::EndpointClass;
@@ -21,95 +16,26 @@ pub const MAX_QUERY_CHARS: usize = 1_000;
 pub const DEFAULT_SEARCH_LIMIT: i64 = 10;
 pub const MAX_SEARCH_LIMIT: i64 = 50;
 
-/// Query of `GET /api/memories/search`.
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct SearchParams {
-    /// What to look for, 1 to 1,000 characters (not only blanks).
-    #[param(value_type = String, required = true, min_length = 1, max_length = 1000, pattern = r"\S")]
-    pub q: Option<String>,
-    /// Results wanted, 1 to 50 (default 10).
-    #[param(value_type = Option<i64>, minimum = 1, maximum = 50)]
-    pub limit: Option<String>,
-    /// The lane; omitted = unscoped memories only. A hard wall.
-    #[param(max_length = 200)]
-    pub scope: Option<String>,
-    /// Comma-separated projects (each at most 100 characters); `__memvault_no_project__`
-    /// selects memories without one.
-    pub project: Option<String>,
-    /// Comma-separated categories.
-    #[param(
-        pattern = r"^\s*(?:(?:preference|fact|decision|context)\s*)?(?:,\s*(?:(?:preference|fact|decision|context)\s*)?)*$"
-    )]
-    pub category: Option<String>,
-    /// `hybrid` (default: keywords and meaning fused), `keyword` (BM25 only) or `semantic`
-    /// (vectors only).
-    #[param(value_type = Option<Ranking>)]
-    pub mode: Option<String>,
-    pub workspace_id: Option<Uuid>,
-}
-
-/// A search result: the memory as listed, with its relevance.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchHit {
-    #[serde(flatten)]
-    pub memory: MemoryListItem,
-    /// Relevance in [0, 1]: higher is better.
-    pub score: f32,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct SearchResults {
-    /// Best first.
-    pub results: Vec<SearchHit>,
-    /// How many results are returned.
-    pub total: i64,
-}
-
 impl MemoryService {
     /// `GET /api/memories/search`.
-    pub async fn search(&self, who: &Principal, params: SearchParams) -> Result<SearchResults> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn search(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        query: Parsed<SearchQuery>,
+    ) -> Result<Vec<Found>> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
-        let lane = lane(caller, params.scope.as_deref())?;
-        let q = params
-            .q
-            .as_deref()
-            .map(str::trim)
-            .ok_or_else(|| Error::validation("q", "is required"))?;
-        if q.is_empty() {
-            return Err(Error::validation("q", "must not be empty"));
-        }
-        // Counted as sent, blanks around it included.
-        if params.q.as_deref().map_or(0, chars) > MAX_QUERY_CHARS {
-            return Err(Error::validation(
-                "q",
-                format!("must be at most {MAX_QUERY_CHARS} characters"),
-            ));
-        }
-        let limit = int_param(
-            "limit",
-            params.limit.as_deref(),
-            DEFAULT_SEARCH_LIMIT,
-            1,
-            MAX_SEARCH_LIMIT,
-        )? as usize;
-        let categories = category_filter(params.category.as_deref())?;
-        let projects = project_filter(params.project.as_deref())?;
-        let mode = match params.mode.as_deref().map(str::trim) {
-            None | Some("") => Mode::Hybrid,
-            Some(value) => value.parse::<Ranking>().map(Mode::from).map_err(|()| {
-                Error::validation(
-                    "mode",
-                    format!("'{value}' is not one of {}", Ranking::expected()),
-                )
-            })?,
-        };
+        let SearchQuery {
+            scope,
+            q,
+            limit,
+            categories,
+            projects,
+            mode,
+        } = query?;
+        let lane = scope.lane(caller);
+        let q = q.as_str();
 
         let at = now();
         let started = std::time::Instant::now();
@@ -186,7 +112,7 @@ impl MemoryService {
             .into_iter()
             .map(|m| (m.id, m))
             .collect();
-        let results: Vec<SearchHit> = hits
+        let results: Vec<Found> = hits
             .iter()
             .filter_map(|hit| {
                 let memory = found.remove(&hit.id)?;
@@ -195,8 +121,8 @@ impl MemoryService {
                     && (filter.projects.is_empty() || filter.projects.contains(&memory.project))
                     && (filter.categories.is_empty()
                         || filter.categories.contains(&memory.category));
-                passes.then(|| SearchHit {
-                    memory: MemoryListItem::from(&memory),
+                passes.then_some(Found {
+                    memory,
                     score: hit.score,
                 })
             })
@@ -211,9 +137,6 @@ impl MemoryService {
             fetch_ms = millis(started.elapsed() - ranked_at),
             "memories searched"
         );
-        Ok(SearchResults {
-            total: results.len() as i64,
-            results,
-        })
+        Ok(results)
     }
 }

@@ -17,8 +17,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{
-    embed_error, millis, neighbour_filter, same_voice, CreateMemory, Draft, MemoryService,
-    MemoryView, Pending, SaveStatus, Settled, SAVE_NEIGHBOURS,
+    embed_error, millis, neighbour_filter, same_voice, Draft, MemoryRecord, MemoryService, NewSave,
+    Pending, SaveFields, SaveStatus, Settled, SAVE_NEIGHBOURS,
 };
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
@@ -204,7 +204,7 @@ impl MemoryService {
             };
             // `supersedes` names an id of this file; it is resolved when the batch is saved,
             // once the lines before it are.
-            let input = CreateMemory {
+            let fields = SaveFields {
                 content: parsed.content.clone(),
                 category: parsed.category.clone(),
                 scope: parsed.scope.clone(),
@@ -215,9 +215,11 @@ impl MemoryService {
                 infer: parsed.infer,
                 thread: parsed.thread.clone(),
                 speaker: parsed.speaker.clone(),
-                workspace_id: None,
             };
-            match self.draft(caller, &input, parsed.source.unwrap_or(Source::Integration)) {
+            let source = parsed.source.unwrap_or(Source::Integration);
+            match NewSave::parse(&fields, self.tuning.max_content_chars)
+                .map(|save| self.draft(caller, save, source))
+            {
                 Ok(mut draft) => {
                     if let Some(created_at) = parsed.created_at {
                         draft.memory.created_at = created_at;
@@ -521,7 +523,7 @@ impl MemoryService {
 
 /// One memory as a line of an export (what `import` reads), appended to `out`.
 pub(crate) fn export_line(memory: &crate::model::Memory, out: &mut Vec<u8>) -> Result<()> {
-    serde_json::to_writer(&mut *out, &MemoryView::from(memory))
+    serde_json::to_writer(&mut *out, &MemoryRecord::from(memory))
         .map_err(|e| Error::Internal(format!("cannot encode a memory: {e}")))?;
     out.push(b'\n');
     Ok(())

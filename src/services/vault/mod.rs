@@ -10,9 +10,10 @@
 mod erasure;
 mod fetch;
 mod index;
+pub mod inputs;
 mod pipeline;
-pub(crate) mod search;
-mod views;
+mod results;
+pub mod search;
 
 use std::sync::{Arc, OnceLock};
 
@@ -26,10 +27,8 @@ use uuid::Uuid;
 use crate::embedding::{EmbedError, Embeddings};
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
-use crate::model::vault::{
-    DocumentSourceType, MemoryType, NewDocument, Vault, VaultLane, VaultMemoryFilter,
-};
-use crate::model::{content_hash, normalize, now, to_micros, Category, Embedded, Rating};
+use crate::model::vault::{Document, NewDocument, Vault, VaultLane, VaultMemoryFilter};
+use crate::model::{content_hash, normalize, now, to_micros, Category, Embedded};
 use crate::search::SearchError;
 use crate::services::validate::*;
 use crate::services::{admit, Caller, Gate, Principal};
@@ -39,14 +38,22 @@ use crate::text::chunk::ChunkConfig;
 
 pub use fetch::{is_internal, FetchPolicy};
 pub use index::VaultIndexes;
+pub use inputs::{
+    fact_content, vault_id, vault_name, BrowseFields, BrowseQuery, DocumentFields, DocumentPage,
+    DocumentSource, DocumentTarget, FactPlacement, NewDocumentBody, NewDocumentInput, NewFact,
+    Parsed, UploadInput, UploadTicket, VaultFeedback, VaultQuery, VaultQueryFields,
+};
 pub use pipeline::OfflineExtractor;
-pub use views::*;
+pub use results::{
+    CitedMemory, DocumentCitations, DocumentHistory, DocumentRemoved, Documents, VaultFound,
+    VaultMemories,
+};
 
 pub const MAX_TITLE_CHARS: usize = 300;
 pub const MAX_FACT_CHARS: usize = 800;
 pub const MAX_VAULT_NAME_CHARS: usize = 100;
 pub const MAX_EXPLANATION_CHARS: usize = 1_000;
-const DEFAULT_PAGE: i64 = 20;
+pub const DEFAULT_PAGE: i64 = 20;
 
 /// What the vault service is built from.
 pub struct VaultDeps {
@@ -107,11 +114,6 @@ fn document_not_found() -> Error {
     Error::NotFound("document not found".to_string())
 }
 
-/// A uuid from the path: a malformed one cannot name anything, so it is a 404.
-fn path_uuid(raw: &str, not_found: fn() -> Error) -> Result<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| not_found())
-}
-
 /// At most `max` characters as sent, then trimmed.
 fn optional_text(field: &str, value: Option<&str>, max: usize) -> Result<String> {
     let value = value.unwrap_or_default();
@@ -126,19 +128,6 @@ fn optional_text(field: &str, value: Option<&str>, max: usize) -> Result<String>
 
 fn scope_value(value: Option<&str>) -> Result<String> {
     optional_text("scope", value, MAX_SCOPE_CHARS)
-}
-
-fn accepted(document: &crate::model::vault::Document) -> DocumentAccepted {
-    DocumentAccepted {
-        document: DocumentView::from(document),
-        chunk_count: document.chunk_count,
-        extracted_count: document.extracted_count,
-        status: "accepted".to_string(),
-        message: format!(
-            "document accepted; it is processed in the background (parse, ocr, chunk, embed, extract): follow GET /api/context-vault/documents/{}",
-            document.id
-        ),
-    }
 }
 
 /// The kind of an uploaded file by what it is called: the named `sourceType`, else the file
@@ -386,17 +375,14 @@ impl VaultService {
     }
 
     /// The vault a request names (`vaultId`), or the workspace's default one.
-    async fn vault(&self, caller: &Caller, vault_id: Option<&str>) -> Result<Vault> {
+    async fn vault(&self, caller: &Caller, vault_id: Option<Uuid>) -> Result<Vault> {
         match vault_id {
             None => Ok(self.store.default_vault(caller.workspace_id).await?),
-            Some(raw) => {
-                let id = Uuid::parse_str(raw)
-                    .map_err(|_| Error::validation("vaultId", format!("'{raw}' is not a UUID")))?;
-                self.store
-                    .vault(caller.workspace_id, id)
-                    .await?
-                    .ok_or_else(|| Error::NotFound("vault not found".to_string()))
-            }
+            Some(id) => self
+                .store
+                .vault(caller.workspace_id, id)
+                .await?
+                .ok_or_else(|| Error::NotFound("vault not found".to_string())),
         }
     }
 
@@ -406,38 +392,28 @@ impl VaultService {
         &self,
         who: &Principal,
         workspace_id: Option<Uuid>,
-    ) -> Result<VaultList> {
+    ) -> Result<Vec<Vault>> {
         let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
         // The default vault exists from the first look.
         self.store.default_vault(caller.workspace_id).await?;
-        let vaults = self.store.list_vaults(caller.workspace_id).await?;
-        Ok(VaultList {
-            vaults: vaults.iter().map(VaultView::from).collect(),
-        })
+        Ok(self.store.list_vaults(caller.workspace_id).await?)
     }
 
-    pub async fn create_vault(&self, who: &Principal, input: CreateVault) -> Result<VaultCreated> {
-        let caller = &self
-            .gate
-            .enter(who, input.workspace_id, Need::Write)
-            .await?;
+    pub async fn create_vault(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        name: Parsed<String>,
+    ) -> Result<Vault> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let name = input.name.as_deref().map(str::trim).unwrap_or_default();
-        if name.is_empty() {
-            return Err(Error::validation("name", "is required"));
-        }
-        if chars(name) > MAX_VAULT_NAME_CHARS {
-            return Err(Error::validation(
-                "name",
-                format!("must be at most {MAX_VAULT_NAME_CHARS} characters"),
-            ));
-        }
+        let name = name?;
         self.store.default_vault(caller.workspace_id).await?;
         let vault = Vault {
             id: Uuid::now_v7(),
             workspace_id: caller.workspace_id,
-            name: name.to_string(),
+            name: name.clone(),
             is_default: false,
             created_at: now(),
         };
@@ -446,18 +422,16 @@ impl VaultService {
                 "a vault named '{name}' already exists in this workspace"
             )));
         }
-        Ok(VaultCreated {
-            vault: VaultView::from(&vault),
-        })
+        Ok(vault)
     }
 
     // ----- documents -------------------------------------------------------------------------
 
-    async fn queue(&self, document: NewDocument) -> Result<DocumentAccepted> {
+    async fn queue(&self, document: NewDocument) -> Result<Document> {
         let stored = self.store.insert_document(&document).await?;
         self.hand_over(stored.id, stored.workspace_id)?;
         tracing::info!(document_id = %stored.id, kind = stored.kind.as_str(), bytes = stored.byte_size, "document accepted");
-        Ok(accepted(&stored))
+        Ok(stored)
     }
 
     /// Checks an upload before its body is read: the caller may write in some workspace they
@@ -477,7 +451,7 @@ impl VaultService {
         who: &Principal,
         ticket: UploadTicket,
         input: UploadInput,
-    ) -> Result<DocumentAccepted> {
+    ) -> Result<Document> {
         let requested =
             match input
                 .workspace_id
@@ -503,7 +477,9 @@ impl VaultService {
                 admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
             }
         }
-        let vault = self.vault(caller, input.vault_id.as_deref()).await?;
+        let vault = self
+            .vault(caller, vault_id(input.vault_id.as_deref())?)
+            .await?;
         let file = input.file.ok_or_else(|| {
             Error::validation("file", "is required (a multipart part named file)")
         })?;
@@ -582,71 +558,28 @@ impl VaultService {
     pub async fn create_document(
         &self,
         who: &Principal,
-        input: CreateDocument,
-    ) -> Result<DocumentAccepted> {
+        input: NewDocumentInput,
+    ) -> Result<Document> {
         let caller = &self
             .gate
             .enter(who, input.workspace_id, Need::Write)
             .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let vault = self.vault(caller, input.vault_id.as_deref()).await?;
-        let scope = scope_value(input.scope.as_deref())?;
-        let project = project(input.project.as_deref())?;
-        let title = optional_text("title", input.title.as_deref(), MAX_TITLE_CHARS)?;
-        let source_type = match input
-            .source_type
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            None if input.url.is_some() => DocumentSourceType::Url,
-            None => DocumentSourceType::Text,
-            Some(raw) => raw.parse().map_err(|()| {
-                Error::validation(
-                    "sourceType",
-                    format!(
-                        "'{raw}' is not one of {} (files go to /api/context-vault/documents/upload)",
-                        DocumentSourceType::expected()
-                    ),
-                )
-            })?,
-        };
-        let (kind, bytes, source_url, title) = match source_type {
-            DocumentSourceType::Text | DocumentSourceType::Markdown => {
-                let content = input
-                    .content
-                    .as_deref()
-                    .filter(|c| !c.trim().is_empty())
-                    .ok_or_else(|| {
-                        Error::validation("content", "is required for a text document")
-                    })?;
-                let kind = if source_type == DocumentSourceType::Markdown {
-                    SourceKind::Markdown
-                } else {
-                    SourceKind::Text
-                };
-                let title = if title.is_empty() {
-                    let first = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                    first
-                        .trim()
-                        .trim_start_matches('#')
-                        .trim()
-                        .chars()
-                        .take(80)
-                        .collect()
-                } else {
-                    title
-                };
-                (kind, content.as_bytes().to_vec(), None, title)
-            }
-            DocumentSourceType::Url | DocumentSourceType::RemoteFile => {
-                let url = input
-                    .url
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|u| !u.is_empty())
-                    .ok_or_else(|| Error::validation("url", "is required for a url document"))?;
-                let fetched = fetch::fetch(url, &self.fetch)
+        let vault = self.vault(caller, input.vault_id?).await?;
+        let NewDocumentBody {
+            scope,
+            project,
+            source_type,
+            source,
+        } = input.body?;
+        let (kind, bytes, source_url, title) = match source {
+            DocumentSource::Text {
+                kind,
+                content,
+                title,
+            } => (kind, content.into_bytes(), None, title),
+            DocumentSource::Url { url, title } => {
+                let fetched = fetch::fetch(&url, &self.fetch)
                     .await
                     .map_err(|e| Error::validation("url", e.to_string()))?;
                 if fetched.bytes.is_empty() {
@@ -697,41 +630,36 @@ impl VaultService {
     pub async fn list_documents(
         &self,
         who: &Principal,
-        params: VaultParams,
-    ) -> Result<DocumentList> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+        workspace_id: Option<Uuid>,
+        vault_id: Parsed<Option<Uuid>>,
+        page: Parsed<DocumentPage>,
+    ) -> Result<Documents> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let vault = self.vault(caller, params.vault_id.as_deref()).await?;
-        let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
-        let offset = int_param("offset", params.offset.as_deref(), 0, 0, MAX_OFFSET)?;
-        let scope = scope_value(params.scope.as_deref())?;
+        let vault = self.vault(caller, vault_id?).await?;
+        let DocumentPage {
+            limit,
+            offset,
+            scope,
+        } = page?;
         let (documents, total) = self
             .store
             .list_documents(caller.workspace_id, vault.id, &scope, limit, offset)
             .await?;
-        Ok(DocumentList {
+        Ok(Documents {
             has_more: offset + (documents.len() as i64) < total,
-            documents: documents.iter().map(DocumentView::from).collect(),
+            documents,
             total,
         })
     }
 
     /// A document of the caller's workspace in `scope` (the lane the request names); one of
     /// another scope is as absent as one that does not exist.
-    async fn owned_document(
-        &self,
-        caller: &Caller,
-        raw_id: &str,
-        scope: &str,
-    ) -> Result<crate::model::vault::Document> {
-        let id = path_uuid(raw_id, document_not_found)?;
+    async fn owned_document(&self, caller: &Caller, target: &DocumentTarget) -> Result<Document> {
         self.store
-            .document(caller.workspace_id, id)
+            .document(caller.workspace_id, target.id)
             .await?
-            .filter(|document| document.scope == scope)
+            .filter(|document| document.scope == target.scope)
             .ok_or_else(document_not_found)
     }
 
@@ -740,44 +668,36 @@ impl VaultService {
     pub async fn document(
         &self,
         who: &Principal,
-        raw_id: &str,
-        at: DocumentAt,
-    ) -> Result<DocumentDetail> {
-        let caller = &self.gate.enter(who, at.workspace_id, Need::Read).await?;
+        workspace_id: Option<Uuid>,
+        target: Parsed<DocumentTarget>,
+    ) -> Result<DocumentHistory> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let scope = scope_value(at.scope.as_deref())?;
-        self.document_detail(caller, raw_id, &scope).await
+        self.document_detail(caller, &target?).await
     }
 
     async fn document_detail(
         &self,
         caller: &Caller,
-        raw_id: &str,
-        scope: &str,
-    ) -> Result<DocumentDetail> {
-        let document = self.owned_document(caller, raw_id, scope).await?;
+        target: &DocumentTarget,
+    ) -> Result<DocumentHistory> {
+        let document = self.owned_document(caller, target).await?;
         let history = self.store.document_events(document.id).await?;
-        Ok(DocumentDetail {
-            document: DocumentView::from(&document),
-            history: history.iter().map(DocumentEventView::from).collect(),
-        })
+        Ok(DocumentHistory { document, history })
     }
 
     pub async fn document_memories(
         &self,
         who: &Principal,
-        raw_id: &str,
-        params: DocumentMemoriesParams,
-    ) -> Result<DocumentMemories> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+        workspace_id: Option<Uuid>,
+        target: Parsed<DocumentTarget>,
+        vault_id: Parsed<Option<Uuid>>,
+    ) -> Result<DocumentCitations> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let scope = scope_value(params.scope.as_deref())?;
-        let document = self.owned_document(caller, raw_id, &scope).await?;
-        if let Some(raw) = params.vault_id.as_deref() {
-            let vault = self.vault(caller, Some(raw)).await?;
+        let document = self.owned_document(caller, &target?).await?;
+        if let Some(id) = vault_id? {
+            let vault = self.vault(caller, Some(id)).await?;
             if vault.id != document.vault_id {
                 return Err(document_not_found());
             }
@@ -786,36 +706,29 @@ impl VaultService {
             .store
             .document_memories(caller.workspace_id, document.id)
             .await?;
-        let views = self.with_evidence(&memories, &[]).await?;
-        Ok(DocumentMemories {
-            document: DocumentRef {
-                id: document.id,
-                title: document.title.clone(),
-                public_url: document.source_url.clone(),
-            },
-            total: views.len() as i64,
-            memories: views,
-        })
+        let memories = self.with_evidence(memories, &[]).await?;
+        Ok(DocumentCitations { document, memories })
     }
 
-    /// Memory views with their evidence; `relevance[i]` for search results.
+    /// Memories with their evidence; `relevance[i]` for search results.
     async fn with_evidence(
         &self,
-        memories: &[crate::model::vault::VaultMemory],
+        memories: Vec<crate::model::vault::VaultMemory>,
         relevance: &[f32],
-    ) -> Result<Vec<VaultMemoryView>> {
+    ) -> Result<Vec<CitedMemory>> {
         let ids: Vec<Uuid> = memories.iter().map(|m| m.id).collect();
         let evidence = self.store.evidence_of(&ids).await?;
         Ok(memories
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, m)| {
-                let items = evidence
+            .map(|(i, memory)| CitedMemory {
+                evidence: evidence
                     .iter()
-                    .filter(|(id, e)| *id == m.id && e.scope == m.scope)
-                    .map(|(_, e)| EvidenceView::from(e))
-                    .collect();
-                VaultMemoryView::of(m, items, relevance.get(i).copied())
+                    .filter(|(id, e)| *id == memory.id && e.scope == memory.scope)
+                    .map(|(_, e)| e.clone())
+                    .collect(),
+                relevance: relevance.get(i).copied(),
+                memory,
             })
             .collect())
     }
@@ -825,13 +738,12 @@ impl VaultService {
     pub async fn delete_document(
         &self,
         who: &Principal,
-        raw_id: &str,
-        at: DocumentAt,
-    ) -> Result<DocumentDeleted> {
-        let caller = &self.gate.enter(who, at.workspace_id, Need::Write).await?;
+        workspace_id: Option<Uuid>,
+        target: Parsed<DocumentTarget>,
+    ) -> Result<DocumentRemoved> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let scope = scope_value(at.scope.as_deref())?;
-        let document = self.owned_document(caller, raw_id, &scope).await?;
+        let document = self.owned_document(caller, &target?).await?;
         if !document.status.is_terminal() {
             self.ingestion()?
                 .cancel(document.id)
@@ -846,11 +758,10 @@ impl VaultService {
         self.indexes
             .remove(&removal.lane, &removal.chunk_ids, &removal.memory_ids)
             .map_err(search_error)?;
-        Ok(DocumentDeleted {
-            deleted: true,
+        Ok(DocumentRemoved {
             document_id: document.id,
-            deleted_memory_count: removal.counts.deleted_memories,
-            preserved_memory_count: removal.counts.preserved_memories,
+            deleted_memories: removal.counts.deleted_memories,
+            preserved_memories: removal.counts.preserved_memories,
         })
     }
 
@@ -858,13 +769,13 @@ impl VaultService {
     pub async fn cancel(
         &self,
         who: &Principal,
-        raw_id: &str,
-        at: DocumentAt,
-    ) -> Result<DocumentDetail> {
-        let caller = &self.gate.enter(who, at.workspace_id, Need::Write).await?;
+        workspace_id: Option<Uuid>,
+        target: Parsed<DocumentTarget>,
+    ) -> Result<DocumentHistory> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let scope = scope_value(at.scope.as_deref())?;
-        let document = self.owned_document(caller, raw_id, &scope).await?;
+        let target = target?;
+        let document = self.owned_document(caller, &target).await?;
         if document.status.is_terminal() {
             return Err(Error::Conflict(format!(
                 "the document is already {}; only pending, processing or retrying documents can be cancelled",
@@ -878,7 +789,7 @@ impl VaultService {
             .map_err(|e| Error::Unavailable(e.to_string()))?;
         if !stopped {
             // Not in the supervisor's hands (it finished in between, or was never queued).
-            let fresh = self.owned_document(caller, raw_id, &scope).await?;
+            let fresh = self.owned_document(caller, &target).await?;
             if fresh.status.is_terminal() {
                 return Err(Error::Conflict(format!(
                     "the document is already {}",
@@ -898,7 +809,7 @@ impl VaultService {
                 )
                 .await?;
         }
-        self.document_detail(caller, raw_id, &scope).await
+        self.document_detail(caller, &target).await
     }
 
     /// `POST .../documents/{id}/retry`: a failed or cancelled document runs again, from its
@@ -906,13 +817,13 @@ impl VaultService {
     pub async fn retry(
         &self,
         who: &Principal,
-        raw_id: &str,
-        at: DocumentAt,
-    ) -> Result<DocumentDetail> {
-        let caller = &self.gate.enter(who, at.workspace_id, Need::Write).await?;
+        workspace_id: Option<Uuid>,
+        target: Parsed<DocumentTarget>,
+    ) -> Result<DocumentHistory> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let scope = scope_value(at.scope.as_deref())?;
-        let document = self.owned_document(caller, raw_id, &scope).await?;
+        let target = target?;
+        let document = self.owned_document(caller, &target).await?;
         if !matches!(document.status, Status::Failed | Status::Cancelled) {
             return Err(Error::Conflict(format!(
                 "the document is {}; only failed or cancelled documents can be retried",
@@ -931,82 +842,69 @@ impl VaultService {
             ));
         }
         self.hand_over(document.id, caller.workspace_id)?;
-        self.document_detail(caller, raw_id, &scope).await
+        self.document_detail(caller, &target).await
     }
 
     // ----- vault memories --------------------------------------------------------------------
 
     /// `GET /api/context-vault/memories`.
-    pub async fn browse(&self, who: &Principal, params: BrowseParams) -> Result<VaultMemoryList> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+    pub async fn browse(
+        &self,
+        who: &Principal,
+        workspace_id: Option<Uuid>,
+        vault_id: Parsed<Option<Uuid>>,
+        query: Parsed<BrowseQuery>,
+    ) -> Result<VaultMemories> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Read, false).await?;
-        let vault = self.vault(caller, params.vault_id.as_deref()).await?;
-        let memory_type = match params
-            .memory_type
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            None => None,
-            Some(raw) => Some(raw.parse::<MemoryType>().map_err(|()| {
-                Error::validation(
-                    "memoryType",
-                    format!("'{raw}' is not one of {}", MemoryType::expected()),
-                )
-            })?),
-        };
-        let limit = int_param("limit", params.limit.as_deref(), DEFAULT_PAGE, 1, 100)?;
-        let offset = int_param("offset", params.offset.as_deref(), 0, 0, MAX_OFFSET)?;
+        let vault = self.vault(caller, vault_id?).await?;
+        let query = query?;
+        let offset = query.offset;
         let filter = VaultMemoryFilter {
             lane: VaultLane {
                 workspace_id: caller.workspace_id,
                 vault_id: vault.id,
-                scope: scope_value(params.scope.as_deref())?,
+                scope: query.scope,
             },
-            memory_type,
-            projects: project_filter(params.project.as_deref())?,
-            categories: category_filter(params.category.as_deref())?,
-            limit,
+            memory_type: query.memory_type,
+            projects: query.projects,
+            categories: query.categories,
+            limit: query.limit,
             offset,
         };
         let (memories, total) = self.store.list_vault_memories(&filter).await?;
-        let views = self.with_evidence(&memories, &[]).await?;
-        Ok(VaultMemoryList {
-            has_more: offset + (views.len() as i64) < total,
-            memories: views,
+        let memories = self.with_evidence(memories, &[]).await?;
+        Ok(VaultMemories {
+            has_more: offset + (memories.len() as i64) < total,
+            memories,
             total,
         })
     }
 
     /// `POST /api/context-vault/memories`: a curated company fact.
-    pub async fn add_fact(
-        &self,
-        who: &Principal,
-        input: CreateCompanyFact,
-    ) -> Result<(CompanyFactCreated, bool)> {
+    pub async fn add_fact(&self, who: &Principal, input: NewFact) -> Result<(CitedMemory, bool)> {
         let caller = &self
             .gate
             .enter(who, input.workspace_id, Need::Write)
             .await?;
         admit(&self.workspaces, caller, EndpointClass::Write, false).await?;
-        let content = content(input.content.as_deref(), MAX_FACT_CHARS)?;
-        let content = content.trim().to_string();
-        let vault = self.vault(caller, input.vault_id.as_deref()).await?;
-        let category = match input.category.as_deref() {
-            Some(raw) => parse_category(raw)?,
-            None => crate::text::category::infer_category(&content)
+        let content = input.content?;
+        let vault = self.vault(caller, input.vault_id?).await?;
+        let FactPlacement {
+            category,
+            scope,
+            project,
+        } = input.placement?;
+        let category = category.unwrap_or_else(|| {
+            crate::text::category::infer_category(&content)
                 .parse()
-                .unwrap_or(Category::Fact),
-        };
+                .unwrap_or(Category::Fact)
+        });
         let lane = VaultLane {
             workspace_id: caller.workspace_id,
             vault_id: vault.id,
-            scope: scope_value(input.scope.as_deref())?,
+            scope,
         };
-        let project = project(input.project.as_deref())?;
         let vector = self
             .embeddings
             .embed_document(content.clone())
@@ -1037,50 +935,31 @@ impl VaultService {
                 )
                 .map_err(search_error)?;
         }
-        let view = self
-            .with_evidence(std::slice::from_ref(&memory), &[])
-            .await?;
-        let view = view
+        let cited = self
+            .with_evidence(vec![memory], &[])
+            .await?
             .into_iter()
             .next()
             .ok_or_else(|| Error::Internal("fact not read back".into()))?;
-        Ok((CompanyFactCreated { memory: view }, created))
+        Ok((cited, created))
     }
 
     /// `POST /api/context-vault/memories/{id}/feedback`.
     pub async fn feedback(
         &self,
         who: &Principal,
-        raw_id: &str,
-        input: VaultFeedbackInput,
+        workspace_id: Option<Uuid>,
+        feedback: Parsed<VaultFeedback>,
     ) -> Result<()> {
-        let caller = &self
-            .gate
-            .enter(who, input.workspace_id, Need::Write)
-            .await?;
+        let caller = &self.gate.enter(who, workspace_id, Need::Write).await?;
         admit(&self.workspaces, caller, EndpointClass::Feedback, false).await?;
-        let not_found = || Error::NotFound("vault memory not found".to_string());
-        let id = Uuid::parse_str(raw_id).map_err(|_| not_found())?;
-        let raw = input
-            .rating
-            .as_deref()
-            .map(str::trim)
-            .ok_or_else(|| Error::validation("rating", "is required"))?;
-        let rating: Rating = raw.parse().map_err(|()| {
-            Error::validation(
-                "rating",
-                format!("'{raw}' is not one of {}", Rating::expected()),
-            )
-        })?;
-        let explanation = input.explanation.as_deref();
-        if explanation.is_some_and(|e| chars(e) > MAX_EXPLANATION_CHARS) {
-            return Err(Error::validation(
-                "explanation",
-                format!("must be at most {MAX_EXPLANATION_CHARS} characters"),
-            ));
-        }
+        let VaultFeedback {
+            id,
+            rating,
+            explanation,
+            scope,
+        } = feedback?;
         // A memory of another scope is as absent as one that does not exist.
-        let scope = scope_value(input.scope.as_deref())?;
         let in_scope = self
             .store
             .vault_memories_by_ids(caller.workspace_id, &[id])
@@ -1088,7 +967,7 @@ impl VaultService {
             .first()
             .is_some_and(|memory| memory.scope == scope);
         if !in_scope {
-            return Err(not_found());
+            return Err(inputs::vault_memory_not_found());
         }
         if !self
             .store
@@ -1096,12 +975,12 @@ impl VaultService {
                 caller.workspace_id,
                 id,
                 rating,
-                explanation,
+                explanation.as_deref(),
                 to_micros(now()),
             )
             .await?
         {
-            return Err(not_found());
+            return Err(inputs::vault_memory_not_found());
         }
         // The index follows: counts re-read, a flagged memory taken out.
         let memory = self

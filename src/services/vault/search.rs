@@ -9,16 +9,12 @@ use memvault_actors::EndpointClass;
 use uuid::Uuid;
 
 use super::index::{engine_lane, VaultIndexes};
-use super::{
-    embed_error, scope_value, search_error, ChunkView, VaultSearchParams, VaultSearchResults,
-    VaultService,
-};
-use crate::error::{Error, Result};
+use super::{embed_error, search_error, Parsed, VaultFound, VaultQuery, VaultService};
+use crate::error::Result;
 use crate::model::accounts::Need;
 use crate::model::vault::{VaultLane, VaultSearchMode as SearchMode};
-use crate::model::{now, to_micros, Ranking};
+use crate::model::{now, to_micros};
 use crate::search::{Filter, Hit, Mode, Parts, Query};
-use crate::services::validate::*;
 use crate::services::{admit, Principal};
 
 pub const MAX_QUERY_CHARS: usize = 1_000;
@@ -31,104 +27,28 @@ pub const MAX_DEPTH: i64 = 100;
 /// segments' `ef_search`).
 const FACT_CANDIDATES: usize = 100;
 
-/// The lanes a search covers: `scopes` (comma-separated) wins over `scope`.
-fn scopes(params: &VaultSearchParams) -> Result<Vec<String>> {
-    match params
-        .scopes
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        Some(list) => {
-            let mut out: Vec<String> = Vec::new();
-            for scope in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                if chars(scope) > MAX_SCOPE_CHARS {
-                    return Err(Error::validation(
-                        "scopes",
-                        format!("each scope must be at most {MAX_SCOPE_CHARS} characters"),
-                    ));
-                }
-                if !out.iter().any(|s| s == scope) {
-                    out.push(scope.to_string());
-                }
-            }
-            if out.len() > MAX_SCOPES {
-                return Err(Error::validation(
-                    "scopes",
-                    format!("at most {MAX_SCOPES} scopes"),
-                ));
-            }
-            if out.is_empty() {
-                out.push(String::new());
-            }
-            Ok(out)
-        }
-        None => Ok(vec![scope_value(params.scope.as_deref())?]),
-    }
-}
-
 impl VaultService {
     pub async fn search(
         &self,
         who: &Principal,
-        params: VaultSearchParams,
-    ) -> Result<VaultSearchResults> {
-        let caller = &self
-            .gate
-            .enter(who, params.workspace_id, Need::Read)
-            .await?;
+        workspace_id: Option<Uuid>,
+        query: Parsed<VaultQuery>,
+    ) -> Result<VaultFound> {
+        let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
-        let q = params
-            .q
-            .as_deref()
-            .map(str::trim)
-            .ok_or_else(|| Error::validation("q", "is required"))?;
-        if q.is_empty() {
-            return Err(Error::validation("q", "must not be empty"));
-        }
-        // Counted as sent, blanks around it included.
-        if params.q.as_deref().map_or(0, chars) > MAX_QUERY_CHARS {
-            return Err(Error::validation(
-                "q",
-                format!("must be at most {MAX_QUERY_CHARS} characters"),
-            ));
-        }
-        let mode = match params.mode.as_deref().map(str::trim) {
-            None | Some("") => SearchMode::Hybrid,
-            Some(value) => value.parse::<SearchMode>().map_err(|()| {
-                Error::validation(
-                    "mode",
-                    format!("'{value}' is not one of {}", SearchMode::expected()),
-                )
-            })?,
-        };
-        let ranking = match params.ranking.as_deref().map(str::trim) {
-            None | Some("") => Mode::Hybrid,
-            Some(value) => value.parse::<Ranking>().map(Mode::from).map_err(|()| {
-                Error::validation(
-                    "ranking",
-                    format!("'{value}' is not one of {}", Ranking::expected()),
-                )
-            })?,
-        };
-        let limit = int_param(
-            "limit",
-            params.limit.as_deref(),
-            DEFAULT_LIMIT,
-            1,
-            MAX_LIMIT,
-        )? as usize;
-        let offset = int_param(
-            "offset",
-            params.offset.as_deref(),
-            0,
-            0,
-            MAX_DEPTH - MAX_LIMIT,
-        )? as usize;
+        let VaultQuery {
+            q,
+            mode,
+            ranking,
+            limit,
+            offset,
+            projects,
+            scopes,
+            vault_id,
+        } = query?;
+        let q = q.as_str();
         let depth = offset + limit;
-        let projects = project_filter(params.project.as_deref())?;
-        let scopes = scopes(&params)?;
-        let vault = self.vault(caller, params.vault_id.as_deref()).await?;
+        let vault = self.vault(caller, vault_id).await?;
         let lanes: Vec<VaultLane> = scopes
             .iter()
             .map(|scope| VaultLane {
@@ -196,10 +116,13 @@ impl VaultService {
                     .then(a.id.cmp(&b.id))
             });
             chunks = rows
-                .iter()
+                .into_iter()
                 .skip(offset)
                 .take(limit)
-                .map(|c| ChunkView::of(c, score(&scores, c.id)))
+                .map(|c| {
+                    let relevance = score(&scores, c.id);
+                    (c, relevance)
+                })
                 .collect();
         }
 
@@ -223,12 +146,11 @@ impl VaultService {
             });
             let rows: Vec<_> = rows.into_iter().skip(offset).take(limit).collect();
             let relevance: Vec<f32> = rows.iter().map(|m| score(&scores, m.id)).collect();
-            memories = self.with_evidence(&rows, &relevance).await?;
+            memories = self.with_evidence(rows, &relevance).await?;
         }
 
-        Ok(VaultSearchResults {
-            mode: mode.as_str().to_string(),
-            found: (chunks.len() + memories.len()) as i64,
+        Ok(VaultFound {
+            mode,
             chunks,
             memories,
         })

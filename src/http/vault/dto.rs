@@ -1,4 +1,5 @@
-//! What the Context Vault endpoints accept and answer (camelCase JSON).
+//! The Context Vault's wire types (camelCase JSON): bodies and query parameters, parsed here
+//! into the service's inputs, and the views of vaults, documents, memories and search results.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -10,10 +11,13 @@ use crate::model::vault::{
     VaultSearchMode,
 };
 use crate::model::{Category, Ranking, Rating};
-
-fn none_if_empty(value: &str) -> Option<String> {
-    (!value.is_empty()).then(|| value.to_string())
-}
+use crate::services::memories::none_if_empty;
+use crate::services::vault::{
+    fact_content, vault_id, vault_name, BrowseFields, BrowseQuery, CitedMemory, DocumentCitations,
+    DocumentFields, DocumentHistory, DocumentPage, DocumentRemoved, DocumentTarget, Documents,
+    FactPlacement, NewDocumentBody, NewDocumentInput, NewFact, Parsed, VaultFeedback, VaultFound,
+    VaultMemories, VaultQuery, VaultQueryFields,
+};
 
 /// A vault: a named container of documents and facts in a workspace.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
@@ -42,9 +46,25 @@ pub struct VaultList {
     pub vaults: Vec<VaultView>,
 }
 
+impl From<Vec<Vault>> for VaultList {
+    fn from(vaults: Vec<Vault>) -> Self {
+        VaultList {
+            vaults: vaults.iter().map(VaultView::from).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct VaultCreated {
     pub vault: VaultView,
+}
+
+impl From<Vault> for VaultCreated {
+    fn from(vault: Vault) -> Self {
+        VaultCreated {
+            vault: VaultView::from(&vault),
+        }
+    }
 }
 
 /// Body of `POST /api/context-vault/vaults`.
@@ -55,6 +75,12 @@ pub struct CreateVault {
     #[schema(value_type = String, required = true, min_length = 1, max_length = 100, pattern = r"\S")]
     pub name: Option<String>,
     pub workspace_id: Option<Uuid>,
+}
+
+impl CreateVault {
+    pub fn parse(&self) -> Parsed<String> {
+        vault_name(self.name.as_deref())
+    }
 }
 
 /// A vault document (source) and where its processing is.
@@ -123,6 +149,15 @@ pub struct DocumentDetail {
     pub history: Vec<DocumentEventView>,
 }
 
+impl From<DocumentHistory> for DocumentDetail {
+    fn from(detail: DocumentHistory) -> Self {
+        DocumentDetail {
+            document: DocumentView::from(&detail.document),
+            history: detail.history.iter().map(DocumentEventView::from).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentEventView {
@@ -153,6 +188,16 @@ pub struct DocumentList {
     pub has_more: bool,
 }
 
+impl From<Documents> for DocumentList {
+    fn from(page: Documents) -> Self {
+        DocumentList {
+            documents: page.documents.iter().map(DocumentView::from).collect(),
+            total: page.total,
+            has_more: page.has_more,
+        }
+    }
+}
+
 /// The 202 of an upload or a text/URL document.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -163,6 +208,21 @@ pub struct DocumentAccepted {
     /// Always `accepted`.
     pub status: String,
     pub message: String,
+}
+
+impl From<Document> for DocumentAccepted {
+    fn from(document: Document) -> Self {
+        DocumentAccepted {
+            document: DocumentView::from(&document),
+            chunk_count: document.chunk_count,
+            extracted_count: document.extracted_count,
+            status: "accepted".to_string(),
+            message: format!(
+                "document accepted; it is processed in the background (parse, ocr, chunk, embed, extract): follow GET /api/context-vault/documents/{}",
+                document.id
+            ),
+        }
+    }
 }
 
 /// Body of `POST /api/context-vault/documents`.
@@ -191,26 +251,22 @@ pub struct CreateDocument {
     pub project: Option<String>,
 }
 
-/// An upload admitted before its body was read ([`super::VaultService::begin_upload`]).
-#[derive(Debug)]
-pub struct UploadTicket {
-    /// The caller and workspace, when known without the body (then already rate-checked).
-    pub(crate) admitted: Option<crate::services::Caller>,
-}
-
-/// A multipart upload, as the adapter read it.
-#[derive(Debug, Clone, Default)]
-pub struct UploadInput {
-    pub workspace_id: Option<String>,
-    pub vault_id: Option<String>,
-    pub title: Option<String>,
-    pub file_name: Option<String>,
-    pub content_type: Option<String>,
-    pub file: Option<Vec<u8>>,
-    pub source_type: Option<String>,
-    pub extracted_text: Option<String>,
-    pub scope: Option<String>,
-    pub project: Option<String>,
+impl CreateDocument {
+    /// The vault, then the document (the service looks the vault up between the two).
+    pub fn parse(&self) -> NewDocumentInput {
+        NewDocumentInput {
+            workspace_id: self.workspace_id,
+            vault_id: vault_id(self.vault_id.as_deref()),
+            body: NewDocumentBody::parse(DocumentFields {
+                title: self.title.as_deref(),
+                source_type: self.source_type.as_deref(),
+                content: self.content.as_deref(),
+                url: self.url.as_deref(),
+                scope: self.scope.as_deref(),
+                project: self.project.as_deref(),
+            }),
+        }
+    }
 }
 
 /// Query naming a vault (and, for session callers, the workspace).
@@ -234,6 +290,20 @@ pub struct VaultParams {
     pub offset: Option<String>,
 }
 
+impl VaultParams {
+    pub fn vault(&self) -> Parsed<Option<Uuid>> {
+        vault_id(self.vault_id.as_deref())
+    }
+
+    pub fn page(&self) -> Parsed<DocumentPage> {
+        DocumentPage::parse(
+            self.limit.as_deref(),
+            self.offset.as_deref(),
+            self.scope.as_deref(),
+        )
+    }
+}
+
 /// Query of a document's memories: its workspace, lane, and (optionally) its vault.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -248,6 +318,17 @@ pub struct DocumentMemoriesParams {
     pub scope: Option<String>,
 }
 
+impl DocumentMemoriesParams {
+    pub fn target(&self, id: &str) -> Parsed<DocumentTarget> {
+        DocumentTarget::parse(self.scope.as_deref(), id)
+    }
+
+    /// The vault to check, when one is named.
+    pub fn vault(&self) -> Parsed<Option<Uuid>> {
+        vault_id(self.vault_id.as_deref())
+    }
+}
+
 /// Where a document is addressed: its workspace and its lane.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -258,6 +339,12 @@ pub struct DocumentAt {
     /// answers 404.
     #[param(max_length = 200)]
     pub scope: Option<String>,
+}
+
+impl DocumentAt {
+    pub fn target(&self, id: &str) -> Parsed<DocumentTarget> {
+        DocumentTarget::parse(self.scope.as_deref(), id)
+    }
 }
 
 /// An evidence item: where a vault memory is stated.
@@ -311,8 +398,15 @@ pub struct VaultMemoryView {
     pub relevance: Option<f32>,
 }
 
+impl From<&CitedMemory> for VaultMemoryView {
+    fn from(cited: &CitedMemory) -> Self {
+        let evidence = cited.evidence.iter().map(EvidenceView::from).collect();
+        VaultMemoryView::of(&cited.memory, evidence, cited.relevance)
+    }
+}
+
 impl VaultMemoryView {
-    pub fn of(m: &VaultMemory, evidence: Vec<EvidenceView>, relevance: Option<f32>) -> Self {
+    fn of(m: &VaultMemory, evidence: Vec<EvidenceView>, relevance: Option<f32>) -> Self {
         VaultMemoryView {
             id: m.id,
             content: m.content.clone(),
@@ -351,7 +445,7 @@ pub struct ChunkView {
 }
 
 impl ChunkView {
-    pub fn of(c: &Chunk, relevance: f32) -> Self {
+    fn of(c: &Chunk, relevance: f32) -> Self {
         ChunkView {
             id: c.id,
             source_id: c.document_id,
@@ -386,6 +480,22 @@ pub struct DocumentRef {
     pub public_url: Option<String>,
 }
 
+impl From<DocumentCitations> for DocumentMemories {
+    fn from(cited: DocumentCitations) -> Self {
+        let memories: Vec<VaultMemoryView> =
+            cited.memories.iter().map(VaultMemoryView::from).collect();
+        DocumentMemories {
+            document: DocumentRef {
+                id: cited.document.id,
+                title: cited.document.title,
+                public_url: cited.document.source_url,
+            },
+            total: memories.len() as i64,
+            memories,
+        }
+    }
+}
+
 /// `DELETE /api/context-vault/documents/{id}`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -396,6 +506,17 @@ pub struct DocumentDeleted {
     pub deleted_memory_count: i64,
     /// Memories also cited by another document, kept.
     pub preserved_memory_count: i64,
+}
+
+impl From<DocumentRemoved> for DocumentDeleted {
+    fn from(removed: DocumentRemoved) -> Self {
+        DocumentDeleted {
+            deleted: true,
+            document_id: removed.document_id,
+            deleted_memory_count: removed.deleted_memories,
+            preserved_memory_count: removed.preserved_memories,
+        }
+    }
 }
 
 /// Query of `GET /api/context-vault/search`.
@@ -434,6 +555,22 @@ pub struct VaultSearchParams {
     pub ranking: Option<String>,
 }
 
+impl VaultSearchParams {
+    pub fn parse(&self) -> Parsed<VaultQuery> {
+        VaultQuery::parse(VaultQueryFields {
+            vault_id: self.vault_id.as_deref(),
+            q: self.q.as_deref(),
+            mode: self.mode.as_deref(),
+            scope: self.scope.as_deref(),
+            scopes: self.scopes.as_deref(),
+            limit: self.limit.as_deref(),
+            offset: self.offset.as_deref(),
+            project: self.project.as_deref(),
+            ranking: self.ranking.as_deref(),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VaultSearchResults {
@@ -442,6 +579,24 @@ pub struct VaultSearchResults {
     pub found: i64,
     pub chunks: Vec<ChunkView>,
     pub memories: Vec<VaultMemoryView>,
+}
+
+impl From<VaultFound> for VaultSearchResults {
+    fn from(found: VaultFound) -> Self {
+        let chunks: Vec<ChunkView> = found
+            .chunks
+            .iter()
+            .map(|(chunk, relevance)| ChunkView::of(chunk, *relevance))
+            .collect();
+        let memories: Vec<VaultMemoryView> =
+            found.memories.iter().map(VaultMemoryView::from).collect();
+        VaultSearchResults {
+            mode: found.mode.as_str().to_string(),
+            found: (chunks.len() + memories.len()) as i64,
+            chunks,
+            memories,
+        }
+    }
 }
 
 /// Query of `GET /api/context-vault/memories`.
@@ -471,12 +626,39 @@ pub struct BrowseParams {
     pub offset: Option<String>,
 }
 
+impl BrowseParams {
+    pub fn vault(&self) -> Parsed<Option<Uuid>> {
+        vault_id(self.vault_id.as_deref())
+    }
+
+    pub fn parse(&self) -> Parsed<BrowseQuery> {
+        BrowseQuery::parse(BrowseFields {
+            memory_type: self.memory_type.as_deref(),
+            scope: self.scope.as_deref(),
+            project: self.project.as_deref(),
+            category: self.category.as_deref(),
+            limit: self.limit.as_deref(),
+            offset: self.offset.as_deref(),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VaultMemoryList {
     pub memories: Vec<VaultMemoryView>,
     pub total: i64,
     pub has_more: bool,
+}
+
+impl From<VaultMemories> for VaultMemoryList {
+    fn from(page: VaultMemories) -> Self {
+        VaultMemoryList {
+            memories: page.memories.iter().map(VaultMemoryView::from).collect(),
+            total: page.total,
+            has_more: page.has_more,
+        }
+    }
 }
 
 /// Body of `POST /api/context-vault/memories`.
@@ -499,9 +681,33 @@ pub struct CreateCompanyFact {
     pub project: Option<String>,
 }
 
+impl CreateCompanyFact {
+    /// The content, the vault, then where the fact goes (the service answers each in turn).
+    pub fn parse(&self) -> NewFact {
+        NewFact {
+            workspace_id: self.workspace_id,
+            content: fact_content(self.content.as_deref()),
+            vault_id: vault_id(self.vault_id.as_deref()),
+            placement: FactPlacement::parse(
+                self.category.as_deref(),
+                self.scope.as_deref(),
+                self.project.as_deref(),
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CompanyFactCreated {
     pub memory: VaultMemoryView,
+}
+
+impl From<&CitedMemory> for CompanyFactCreated {
+    fn from(cited: &CitedMemory) -> Self {
+        CompanyFactCreated {
+            memory: VaultMemoryView::from(cited),
+        }
+    }
 }
 
 /// Body of `POST /api/context-vault/memories/{id}/feedback`.
@@ -518,4 +724,15 @@ pub struct VaultFeedbackInput {
     /// At most 1,000 characters.
     #[schema(max_length = 1000)]
     pub explanation: Option<String>,
+}
+
+impl VaultFeedbackInput {
+    pub fn parse(&self, id: &str) -> Parsed<VaultFeedback> {
+        VaultFeedback::parse(
+            id,
+            self.rating.as_deref(),
+            self.explanation.clone(),
+            self.scope.as_deref(),
+        )
+    }
 }

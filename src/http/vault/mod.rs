@@ -1,5 +1,5 @@
-//! Context Vault handlers: extract, call [`VaultService`](crate::services::vault::VaultService),
-//! answer.
+//! Context Vault handlers: extract, parse the request and call the vault service
+//! ([`calls`]), answer the view ([`dto`]).
 
 use axum::extract::{FromRequest, Multipart, Path, State};
 use axum::http::StatusCode;
@@ -9,16 +9,20 @@ use axum::Json;
 use super::accounts::dto::WorkspaceParam;
 use super::error::ErrorBody;
 use super::extract::{ApiJson, ApiQuery, OptionalJson};
-use super::AppState;
+use super::{AppState, Success, DONE};
 use crate::error::Error;
-use crate::services::memories::Success;
-use crate::services::vault::{
+use crate::services::vault::UploadInput;
+use crate::services::Principal;
+
+pub mod calls;
+pub mod dto;
+
+use dto::{
     BrowseParams, CompanyFactCreated, CreateCompanyFact, CreateDocument, CreateVault,
     DocumentAccepted, DocumentAt, DocumentDeleted, DocumentDetail, DocumentList, DocumentMemories,
-    DocumentMemoriesParams, UploadInput, VaultCreated, VaultFeedbackInput, VaultList,
-    VaultMemoryList, VaultParams, VaultSearchParams, VaultSearchResults,
+    DocumentMemoriesParams, VaultCreated, VaultFeedbackInput, VaultList, VaultMemoryList,
+    VaultParams, VaultSearchParams, VaultSearchResults,
 };
-use crate::services::Principal;
 
 /// The vaults of the workspace (the default one is made on first use).
 #[utoipa::path(get, path = "/api/context-vault/vaults", tag = "context vault", params(WorkspaceParam),
@@ -35,7 +39,7 @@ pub async fn list_vaults(
     ApiQuery(params): ApiQuery<WorkspaceParam>,
 ) -> Result<Json<VaultList>, Error> {
     Ok(Json(
-        state.vault.list_vaults(&who, params.workspace_id).await?,
+        calls::list_vaults(&state.vault, &who, params.workspace_id).await?,
     ))
 }
 
@@ -57,7 +61,7 @@ pub async fn create_vault(
 ) -> Result<(StatusCode, Json<VaultCreated>), Error> {
     Ok((
         StatusCode::CREATED,
-        Json(state.vault.create_vault(&who, input).await?),
+        Json(calls::create_vault(&state.vault, &who, input).await?),
     ))
 }
 
@@ -155,7 +159,7 @@ pub async fn upload(
     }
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.vault.upload(&who, ticket, input).await?),
+        Json(calls::upload(&state.vault, &who, ticket, input).await?),
     ))
 }
 
@@ -191,7 +195,7 @@ pub async fn create_document(
 ) -> Result<(StatusCode, Json<DocumentAccepted>), Error> {
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.vault.create_document(&who, input).await?),
+        Json(calls::create_document(&state.vault, &who, input).await?),
     ))
 }
 
@@ -209,7 +213,9 @@ pub async fn list_documents(
     who: Principal,
     ApiQuery(params): ApiQuery<VaultParams>,
 ) -> Result<Json<DocumentList>, Error> {
-    Ok(Json(state.vault.list_documents(&who, params).await?))
+    Ok(Json(
+        calls::list_documents(&state.vault, &who, params).await?,
+    ))
 }
 
 /// A document: status, phase, progress, attempts, error, and its status history.
@@ -228,7 +234,9 @@ pub async fn get_document(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDetail>, Error> {
-    Ok(Json(state.vault.document(&who, &id, params).await?))
+    Ok(Json(
+        calls::document(&state.vault, &who, &id, params).await?,
+    ))
 }
 
 /// Deletes a document, its chunks and citations. Memories cited only by it are deleted; those
@@ -248,7 +256,9 @@ pub async fn delete_document(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDeleted>, Error> {
-    Ok(Json(state.vault.delete_document(&who, &id, params).await?))
+    Ok(Json(
+        calls::delete_document(&state.vault, &who, &id, params).await?,
+    ))
 }
 
 /// The memories extracted from a document, with their evidence.
@@ -268,7 +278,7 @@ pub async fn document_memories(
     ApiQuery(params): ApiQuery<DocumentMemoriesParams>,
 ) -> Result<Json<DocumentMemories>, Error> {
     Ok(Json(
-        state.vault.document_memories(&who, &id, params).await?,
+        calls::document_memories(&state.vault, &who, &id, params).await?,
     ))
 }
 
@@ -289,7 +299,7 @@ pub async fn cancel_document(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDetail>, Error> {
-    Ok(Json(state.vault.cancel(&who, &id, params).await?))
+    Ok(Json(calls::cancel(&state.vault, &who, &id, params).await?))
 }
 
 /// Runs a failed or cancelled document again, from its last finished phase.
@@ -309,7 +319,7 @@ pub async fn retry_document(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<DocumentAt>,
 ) -> Result<Json<DocumentDetail>, Error> {
-    Ok(Json(state.vault.retry(&who, &id, params).await?))
+    Ok(Json(calls::retry(&state.vault, &who, &id, params).await?))
 }
 
 /// Ranked passages (`documents`), ranked memories with evidence (`memories`), or both in two
@@ -329,7 +339,7 @@ pub async fn search(
     who: Principal,
     ApiQuery(params): ApiQuery<VaultSearchParams>,
 ) -> Result<Json<VaultSearchResults>, Error> {
-    Ok(Json(state.vault.search(&who, params).await?))
+    Ok(Json(calls::search(&state.vault, &who, params).await?))
 }
 
 /// Browses extracted and curated memories of a vault, newest first.
@@ -348,7 +358,7 @@ pub async fn browse(
     who: Principal,
     ApiQuery(params): ApiQuery<BrowseParams>,
 ) -> Result<Json<VaultMemoryList>, Error> {
-    Ok(Json(state.vault.browse(&who, params).await?))
+    Ok(Json(calls::browse(&state.vault, &who, params).await?))
 }
 
 /// Adds a curated company fact (1 to 800 characters). An equal fact in the same scope and
@@ -369,7 +379,7 @@ pub async fn add_fact(
     who: Principal,
     ApiJson(input): ApiJson<CreateCompanyFact>,
 ) -> Result<Response, Error> {
-    let (created, new) = state.vault.add_fact(&who, input).await?;
+    let (created, new) = calls::add_fact(&state.vault, &who, input).await?;
     let status = if new {
         StatusCode::CREATED
     } else {
@@ -396,6 +406,6 @@ pub async fn feedback(
     Path(id): Path<String>,
     OptionalJson(input): OptionalJson<VaultFeedbackInput>,
 ) -> Result<Json<Success>, Error> {
-    state.vault.feedback(&who, &id, input).await?;
-    Ok(Json(Success { success: true }))
+    calls::feedback(&state.vault, &who, &id, input).await?;
+    Ok(Json(DONE))
 }

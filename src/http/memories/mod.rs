@@ -1,4 +1,5 @@
-//! Memory handlers: extract, call [`MemoryService`](crate::services::MemoryService), answer.
+//! Memory handlers: extract, parse the request and call
+//! [`MemoryService`](crate::services::MemoryService) ([`calls`]), answer the view ([`dto`]).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -10,12 +11,17 @@ use super::error::ErrorBody;
 use super::extract::{ApiJson, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::Error;
-use crate::services::memories::{
-    CreateMemory, CreateOutcome, FeedbackInput, ForgetInput, Graph, GraphParams, History,
-    JobAccepted, JobView, ListParams, MemoryList, MemoryView, Profile, ProfileParams, SaveResult,
-    ScopeParams, SearchParams, SearchResults, Success, UpdateMemory,
-};
 use crate::services::Principal;
+
+pub mod calls;
+pub mod dto;
+
+use super::Success;
+use dto::{
+    CreateMemory, FeedbackInput, ForgetInput, Graph, GraphParams, History, JobAccepted, JobView,
+    ListParams, MemoryList, MemoryView, Profile, ProfileParams, SaveAnswer, SaveResult,
+    ScopeParams, SearchParams, SearchResults, UpdateMemory,
+};
 
 /// Saves a memory. An exact or near duplicate (same scope and project) returns the existing
 /// memory with status `duplicate`; a memory that updates a fact (or names it in `supersedes`)
@@ -41,9 +47,9 @@ pub async fn create(
     who: Principal,
     ApiJson(input): ApiJson<CreateMemory>,
 ) -> Result<Response, Error> {
-    Ok(match state.memories.create(&who, input).await? {
-        CreateOutcome::Saved(saved) => (StatusCode::CREATED, Json(saved)).into_response(),
-        CreateOutcome::Accepted(job) => (StatusCode::ACCEPTED, Json(job)).into_response(),
+    Ok(match calls::create(&state.memories, &who, input).await? {
+        SaveAnswer::Saved(saved) => (StatusCode::CREATED, Json(saved)).into_response(),
+        SaveAnswer::Accepted(job) => (StatusCode::ACCEPTED, Json(job)).into_response(),
     })
 }
 
@@ -64,7 +70,7 @@ pub async fn search(
     who: Principal,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchResults>, Error> {
-    Ok(Json(state.memories.search(&who, params).await?))
+    Ok(Json(calls::search(&state.memories, &who, params).await?))
 }
 
 /// Stable preferences and facts (`static`) and the context and decisions of the last 14 days
@@ -82,7 +88,7 @@ pub async fn profile(
     who: Principal,
     ApiQuery(params): ApiQuery<ProfileParams>,
 ) -> Result<Json<Profile>, Error> {
-    Ok(Json(state.memories.profile(&who, params).await?))
+    Ok(Json(calls::profile(&state.memories, &who, params).await?))
 }
 
 /// Current memories of one scope as a graph: nodes, derived (similarity) links and relation
@@ -100,7 +106,7 @@ pub async fn graph(
     who: Principal,
     ApiQuery(params): ApiQuery<GraphParams>,
 ) -> Result<Json<Graph>, Error> {
-    Ok(Json(state.memories.graph(&who, params).await?))
+    Ok(Json(calls::graph(&state.memories, &who, params).await?))
 }
 
 /// The state of a long-note job and, once completed, the memories it made.
@@ -119,7 +125,7 @@ pub async fn job(
     ApiQuery(params): ApiQuery<WorkspaceParam>,
 ) -> Result<Json<JobView>, Error> {
     Ok(Json(
-        state.memories.job(&who, &id, params.workspace_id).await?,
+        calls::job(&state.memories, &who, &id, params.workspace_id).await?,
     ))
 }
 
@@ -137,7 +143,7 @@ pub async fn list(
     who: Principal,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<MemoryList>, Error> {
-    Ok(Json(state.memories.list(&who, params).await?))
+    Ok(Json(calls::list(&state.memories, &who, params).await?))
 }
 
 /// Reads one memory (any live version) of the given scope.
@@ -155,7 +161,7 @@ pub async fn get(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<ScopeParams>,
 ) -> Result<Json<MemoryView>, Error> {
-    Ok(Json(state.memories.get(&who, &id, params).await?))
+    Ok(Json(calls::get(&state.memories, &who, &id, params).await?))
 }
 
 /// Updates the current version of a memory: a new `content` makes the next version; other
@@ -177,7 +183,9 @@ pub async fn update(
     ApiQuery(params): ApiQuery<ScopeParams>,
     ApiJson(input): ApiJson<UpdateMemory>,
 ) -> Result<Json<MemoryView>, Error> {
-    Ok(Json(state.memories.update(&who, &id, params, input).await?))
+    Ok(Json(
+        calls::update(&state.memories, &who, &id, params, input).await?,
+    ))
 }
 
 /// Soft-deletes one memory: it is excluded from all later retrieval.
@@ -195,7 +203,9 @@ pub async fn delete(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<ScopeParams>,
 ) -> Result<Json<Success>, Error> {
-    Ok(Json(state.memories.delete(&who, &id, params).await?))
+    Ok(Json(
+        calls::delete(&state.memories, &who, &id, params).await?,
+    ))
 }
 
 /// Forgets a memory: soft-deletes its whole version chain.
@@ -215,7 +225,9 @@ pub async fn forget(
     ApiQuery(params): ApiQuery<ScopeParams>,
     OptionalJson(input): OptionalJson<ForgetInput>,
 ) -> Result<Json<Success>, Error> {
-    Ok(Json(state.memories.forget(&who, &id, params, input).await?))
+    Ok(Json(
+        calls::forget(&state.memories, &who, &id, params, input).await?,
+    ))
 }
 
 /// The version chain of a memory: the current version and the earlier ones, newest first.
@@ -233,7 +245,9 @@ pub async fn history(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<ScopeParams>,
 ) -> Result<Json<History>, Error> {
-    Ok(Json(state.memories.history(&who, &id, params).await?))
+    Ok(Json(
+        calls::history(&state.memories, &who, &id, params).await?,
+    ))
 }
 
 /// Rates a memory: `helpful` ranks it higher, `not_helpful` lower, `outdated` expires it now,
@@ -255,6 +269,6 @@ pub async fn feedback(
     ApiJson(input): ApiJson<FeedbackInput>,
 ) -> Result<Json<Success>, Error> {
     Ok(Json(
-        state.memories.feedback(&who, &id, params, input).await?,
+        calls::feedback(&state.memories, &who, &id, params, input).await?,
     ))
 }
