@@ -77,8 +77,8 @@ struct Pending {
 /// Up to [`PASSES`] batches are encoded at once: a pass of a few texts leaves cores idle in
 /// its serial parts (tokenizing, allocating, the steps between two parallel products), and a
 /// second pass fills them. With 16 clients saving at once the batches settle into two groups
-/// that alternate, and a second pass raised the saves from 203 to 224 a second on 2 cores
-/// (docs/BENCHMARKS.md). The import does not go through the batcher: it encodes its own
+/// that alternate, and a second pass raised the saves from 203 to 220-224 a second (one run
+/// against two, 20,000 memories, 2 cores; docs/BENCHMARKS.md). The import does not go through the batcher: it encodes its own
 /// batches of 256.
 #[derive(Clone)]
 pub struct Embeddings {
@@ -362,38 +362,74 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn after_a_shared_batch_the_batcher_waits_for_as_many_again() {
-        let gated = Arc::new(Gated {
-            sizes: std::sync::Mutex::new(Vec::new()),
-            gate: tokio::sync::Semaphore::new(0),
-        });
-        // A window far longer than the gaps below: the test does not race the clock. One pass
-        // at a time, so that each batch waits for the one before it.
-        let embeddings = Embeddings::with_batcher(gated.clone(), 10, Duration::from_secs(30), 1);
-        let send = |text: &str| {
-            let embeddings = embeddings.clone();
+    /// A batcher over a [`Gated`] encoder, and what the tests do with it.
+    struct Harness {
+        gated: Arc<Gated>,
+        embeddings: Embeddings,
+    }
+
+    impl Harness {
+        /// A window far longer than the gaps in the tests: they do not race the clock.
+        fn new(passes: usize) -> Self {
+            let gated = Arc::new(Gated {
+                sizes: std::sync::Mutex::new(Vec::new()),
+                gate: tokio::sync::Semaphore::new(0),
+            });
+            let embeddings =
+                Embeddings::with_batcher(gated.clone(), 10, Duration::from_secs(30), passes);
+            Harness { gated, embeddings }
+        }
+
+        fn send(&self, text: &str) -> tokio::task::JoinHandle<Result<Vec<f32>, EmbedError>> {
+            let embeddings = self.embeddings.clone();
             let text = text.to_string();
             tokio::spawn(async move { embeddings.embed_document(text).await })
-        };
-        let calls = || gated.sizes.lock().unwrap().clone();
-        let wait_for = |n: usize| async move {
-            while calls().len() < n {
+        }
+
+        /// The size of every call to the encoder so far.
+        fn calls(&self) -> Vec<usize> {
+            self.gated.sizes.lock().unwrap().clone()
+        }
+
+        /// Until the encoder was called `n` times; fails, rather than hangs, when it is not.
+        async fn wait_for(&self, n: usize) {
+            let called = async {
+                while self.calls().len() < n {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), called)
+                .await
+                .unwrap_or_else(|_| panic!("{n} batches were not encoded: {:?}", self.calls()));
+        }
+
+        /// Until `n` texts wait in the batcher's queue.
+        async fn queued(&self, n: usize) {
+            let pending = &self.embeddings.pending;
+            while pending.max_capacity() - pending.capacity() < n {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-        };
-        // A lone text goes at once; three sent while it is encoded share the next batch.
-        let first = send("a");
-        wait_for(1).await;
-        let three: Vec<_> = ["b", "c", "d"].into_iter().map(send).collect();
-        while embeddings.pending.max_capacity() - embeddings.pending.capacity() < 3 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        gated.gate.add_permits(1);
+
+        fn release(&self, calls: usize) {
+            self.gated.gate.add_permits(calls);
+        }
+    }
+
+    #[tokio::test]
+    async fn after_a_shared_batch_the_batcher_waits_for_as_many_again() {
+        // One pass at a time, so that each batch waits for the one before it.
+        let h = Harness::new(1);
+        // A lone text goes at once; three sent while it is encoded share the next batch.
+        let first = h.send("a");
+        h.wait_for(1).await;
+        let three: Vec<_> = ["b", "c", "d"].into_iter().map(|t| h.send(t)).collect();
+        h.queued(3).await;
+        h.release(1);
         first.await.unwrap().unwrap();
-        wait_for(2).await;
-        assert_eq!(calls(), vec![1, 3]);
-        gated.gate.add_permits(1);
+        h.wait_for(2).await;
+        assert_eq!(h.calls(), vec![1, 3]);
+        h.release(1);
         for text in three {
             text.await.unwrap().unwrap();
         }
@@ -401,57 +437,34 @@ mod tests {
         // together, since the last batch held three.
         let mut next = Vec::new();
         for text in ["e", "f", "g"] {
-            next.push(send(text));
+            next.push(h.send(text));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // Permits for however many calls the batcher makes (one when it waited).
-        gated.gate.add_permits(3);
+        h.release(3);
         for text in next {
             text.await.unwrap().unwrap();
         }
-        assert_eq!(calls(), vec![1, 3, 3]);
+        assert_eq!(h.calls(), vec![1, 3, 3]);
     }
 
     #[tokio::test]
     async fn a_second_batch_is_encoded_while_the_first_is_and_a_third_waits() {
-        let gated = Arc::new(Gated {
-            sizes: std::sync::Mutex::new(Vec::new()),
-            gate: tokio::sync::Semaphore::new(0),
-        });
-        let embeddings = Embeddings::with_batcher(gated.clone(), 10, Duration::from_secs(30), 2);
-        let send = |text: &str| {
-            let embeddings = embeddings.clone();
-            let text = text.to_string();
-            tokio::spawn(async move { embeddings.embed_document(text).await })
-        };
-        let calls = || gated.sizes.lock().unwrap().clone();
-        // Fails, rather than hangs, when a batch is never encoded.
-        let wait_for = |n: usize| async move {
-            let called = async {
-                while calls().len() < n {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            };
-            tokio::time::timeout(Duration::from_secs(10), called)
-                .await
-                .unwrap_or_else(|_| panic!("{n} batches were not encoded: {:?}", calls()));
-        };
-        let first = send("a");
-        wait_for(1).await;
+        let h = Harness::new(2);
+        let first = h.send("a");
+        h.wait_for(1).await;
         // The first is held in the encoder: the second is encoded beside it.
-        let second = send("b");
-        wait_for(2).await;
+        let second = h.send("b");
+        h.wait_for(2).await;
         // Two passes are in: the third waits in the queue until one of them ends.
-        let third = send("c");
-        while embeddings.pending.max_capacity() - embeddings.pending.capacity() < 1 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        let third = h.send("c");
+        h.queued(1).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(calls(), vec![1, 1]);
-        gated.gate.add_permits(1);
-        wait_for(3).await;
-        assert_eq!(calls(), vec![1, 1, 1]);
-        gated.gate.add_permits(2);
+        assert_eq!(h.calls(), vec![1, 1]);
+        h.release(1);
+        h.wait_for(3).await;
+        assert_eq!(h.calls(), vec![1, 1, 1]);
+        h.release(2);
         for text in [first, second, third] {
             assert_eq!(text.await.unwrap().unwrap(), vec![1.0]);
         }
