@@ -607,3 +607,63 @@ async fn import_links_versions_by_id_within_and_across_batches() {
         assert_eq!(old["isCurrent"], false, "{old}");
     }
 }
+
+/// The next batch is read (and embedded) while the one before it is saved: a line of the
+/// second batch that cannot be read stops the import with an error naming the input, after
+/// the first batch's 256 memories are stored, and no line after it is.
+#[tokio::test]
+async fn an_unreadable_line_stops_the_import_after_the_batches_before_it() {
+    let db = fresh_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, created, stderr) = admin(&db, dir.path(), &["create-workspace", "--name", "Torn"]);
+    assert!(ok, "{stderr}");
+    let workspace = created["workspaceId"].as_str().unwrap().to_string();
+    // Five of forty words, no two lines alike in more than one place, so that no line is a
+    // near-duplicate of another.
+    let words = [
+        "otter", "violin", "harbor", "cactus", "lantern", "glacier", "pepper", "saddle", "comet",
+        "walnut", "anchor", "tulip", "quartz", "bison", "kettle", "meadow", "rocket", "velvet",
+        "pigeon", "canyon", "mango", "ledger", "falcon", "thimble", "volcano", "cobalt", "oyster",
+        "marble", "trumpet", "lagoon", "hammock", "zebra", "crayon", "turnip", "beacon", "parsley",
+        "igloo", "magnet", "nectar", "orchid",
+    ];
+    let line = |n: usize| {
+        let (a, b) = (n % 40, n / 40);
+        let word = |i: usize| words[i % 40];
+        format!(
+            "{n}: {} {} {} {} {}",
+            word(a),
+            word(a + b + 1),
+            word(a + 2 * b + 5),
+            word(3 * a + b + 7),
+            word(7 * a + 3 * b + 11)
+        )
+    };
+    let mut input = Vec::new();
+    for n in 0..300 {
+        if n == 280 {
+            input.extend_from_slice(b"{\"content\": \"torn \xff\xfe line\"}\n");
+        } else {
+            input.extend_from_slice(format!("{{\"content\": \"{}\"}}\n", line(n)).as_bytes());
+        }
+    }
+    let path = dir.path().join("torn.jsonl");
+    std::fs::write(&path, input).unwrap();
+    let (ok, _, stderr) = admin(
+        &db,
+        dir.path(),
+        &["import", "--workspace", &workspace, path.to_str().unwrap()],
+    );
+    assert!(!ok, "the import succeeded: {stderr}");
+    assert!(stderr.contains("cannot read the input"), "{stderr}");
+    let exported = export(&db, dir.path(), &workspace, &dir.path().join("out.jsonl"));
+    let stored: std::collections::HashSet<String> = exported
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    let first_batch: std::collections::HashSet<String> = (0..256).map(line).collect();
+    assert_eq!(
+        stored, first_batch,
+        "the first batch is kept, no later line"
+    );
+}

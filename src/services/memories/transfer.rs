@@ -143,12 +143,13 @@ struct Prepared {
 impl MemoryService {
     /// Imports JSON lines into a workspace. `progress` is called with the lines done so far.
     ///
-    /// (Embedding the next batch while the current one is saved was measured and not kept: on
-    /// 2 cores it used more CPU and memory for the same time, `docs/BENCHMARKS.md`.)
+    /// The next batch is embedded while the current one is saved: the save work (the
+    /// look-ahead, then line after line, mostly on one core) leaves a core the model can use.
+    /// Both finish before `progress` is called, so nothing of the import runs while it does.
     pub async fn import(
         &self,
         workspace_id: Uuid,
-        input: impl BufRead,
+        mut input: impl BufRead,
         mut progress: impl FnMut(usize),
     ) -> Result<ImportReport> {
         self.store
@@ -165,28 +166,46 @@ impl MemoryService {
         let mut report = ImportReport::default();
         // Exported id -> the id it was imported as.
         let mut imported: HashMap<Uuid, Uuid> = HashMap::new();
-        let mut lines = input.lines().enumerate();
+        let mut number = 0;
+        let Some(first) = read_batch(&mut input, &mut number)? else {
+            return Ok(report);
+        };
+        let mut current = self.prepare_batch(&caller, first);
+        let mut vectors = self.embed_batch(&current).await?;
         loop {
-            let mut batch: Vec<(usize, String)> = Vec::with_capacity(IMPORT_BATCH);
-            while batch.len() < IMPORT_BATCH {
-                let Some((index, line)) = lines.next() else {
-                    break;
-                };
-                let line =
-                    line.map_err(|e| Error::BadRequest(format!("cannot read the input: {e}")))?;
-                if !line.trim().is_empty() {
-                    batch.push((index + 1, line));
+            // A line that cannot be read stops the import once the batch before it is saved.
+            let next = read_batch(&mut input, &mut number)
+                .map(|batch| batch.map(|batch| self.prepare_batch(&caller, batch)));
+            let upcoming = async {
+                match &next {
+                    Ok(Some(batch)) => Some(self.embed_batch(batch).await),
+                    _ => None,
                 }
-            }
-            if batch.is_empty() {
-                break;
-            }
-            let prepared = self.prepare_batch(&caller, batch);
-            self.import_batch(&caller, prepared, &mut imported, &mut report)
-                .await?;
+            };
+            let (saved, next_vectors) = tokio::join!(
+                self.import_batch(&caller, current, vectors, &mut imported, &mut report),
+                upcoming
+            );
+            saved?;
             progress(report.lines);
+            match (next?, next_vectors) {
+                (Some(batch), Some(embedded)) => (current, vectors) = (batch, embedded?),
+                _ => return Ok(report),
+            }
         }
-        Ok(report)
+    }
+
+    /// The vectors of a batch's texts, in one call.
+    async fn embed_batch(&self, batch: &Prepared) -> Result<Vec<Vec<f32>>> {
+        let texts = batch
+            .drafts
+            .iter()
+            .map(|(_, _, _, d)| d.memory.content.clone())
+            .collect();
+        self.embeddings
+            .embed_documents(texts)
+            .await
+            .map_err(embed_error)
     }
 
     /// Parses and validates a batch.
@@ -237,12 +256,13 @@ impl MemoryService {
         }
     }
 
-    /// Embeds a batch's texts in one call, then saves line after line. A `supersedesId` is
-    /// resolved here, so it may name any line before it, in this batch or an earlier one.
+    /// Saves an embedded batch line after line. A `supersedesId` is resolved here, so it may
+    /// name any line before it, in this batch or an earlier one.
     async fn import_batch(
         &self,
         caller: &Caller,
         batch: Prepared,
+        vectors: Vec<Vec<f32>>,
         imported: &mut HashMap<Uuid, Uuid>,
         report: &mut ImportReport,
     ) -> Result<()> {
@@ -250,18 +270,7 @@ impl MemoryService {
         for (number, reason) in batch.refused {
             report.refuse(number, reason);
         }
-        let texts = batch
-            .drafts
-            .iter()
-            .map(|(_, _, _, d)| d.memory.content.clone())
-            .collect();
         let started = std::time::Instant::now();
-        let vectors = self
-            .embeddings
-            .embed_documents(texts)
-            .await
-            .map_err(embed_error)?;
-        let embedded_at = started.elapsed();
         let mut drafts = batch.drafts;
         self.look_ahead(&mut drafts, &vectors).await?;
         let searched_at = started.elapsed();
@@ -292,8 +301,7 @@ impl MemoryService {
         self.engine.flush().await.map_err(super::search_error)?;
         tracing::debug!(
             lines = batch.lines,
-            embed_ms = millis(embedded_at),
-            search_ms = millis(searched_at - embedded_at),
+            search_ms = millis(searched_at),
             save_ms = millis(saved_at - searched_at),
             flush_ms = millis(started.elapsed() - saved_at),
             "import batch done"
@@ -521,6 +529,32 @@ impl MemoryService {
     }
 }
 
+/// The next [`IMPORT_BATCH`] non-blank lines, with their numbers (from 1), or `None` at the
+/// end of the input; `number` counts the lines read so far.
+fn read_batch(
+    input: &mut impl BufRead,
+    number: &mut usize,
+) -> Result<Option<Vec<(usize, String)>>> {
+    let mut batch = Vec::with_capacity(IMPORT_BATCH);
+    let mut line = String::new();
+    while batch.len() < IMPORT_BATCH {
+        line.clear();
+        let read = input
+            .read_line(&mut line)
+            .map_err(|e| Error::BadRequest(format!("cannot read the input: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        *number += 1;
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if !text.trim().is_empty() {
+            batch.push((*number, text.to_string()));
+        }
+    }
+    Ok((!batch.is_empty()).then_some(batch))
+}
+
 /// One memory as a line of an export (what `import` reads), appended to `out`.
 pub(crate) fn export_line(memory: &crate::model::Memory, out: &mut Vec<u8>) -> Result<()> {
     serde_json::to_writer(&mut *out, &MemoryRecord::from(memory))
@@ -561,4 +595,46 @@ pub async fn export(
         .flush()
         .map_err(|e| Error::Internal(format!("cannot write the export: {e}")))?;
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_skip_blank_lines_and_number_every_line_from_one() {
+        let mut text = String::from("{\"a\":1}\r\n\n   \n{\"b\":2}\n");
+        for n in 0..IMPORT_BATCH {
+            text.push_str(&format!("{{\"n\":{n}}}\n"));
+        }
+        text.push_str("last without a newline");
+        let mut input = std::io::Cursor::new(text);
+        let mut number = 0;
+        let first = read_batch(&mut input, &mut number).unwrap().unwrap();
+        assert_eq!(first.len(), IMPORT_BATCH);
+        assert_eq!(first[0], (1, "{\"a\":1}".to_string()));
+        assert_eq!(first[1], (4, "{\"b\":2}".to_string()));
+        assert_eq!(first[2], (5, "{\"n\":0}".to_string()));
+        let second = read_batch(&mut input, &mut number).unwrap().unwrap();
+        assert_eq!(
+            second,
+            vec![
+                (IMPORT_BATCH + 3, format!("{{\"n\":{}}}", IMPORT_BATCH - 2)),
+                (IMPORT_BATCH + 4, format!("{{\"n\":{}}}", IMPORT_BATCH - 1)),
+                (IMPORT_BATCH + 5, "last without a newline".to_string()),
+            ]
+        );
+        assert!(read_batch(&mut input, &mut number).unwrap().is_none());
+        assert_eq!(number, IMPORT_BATCH + 5);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_cannot_be_read() {
+        let mut input = std::io::Cursor::new(b"{\"a\":1}\n\xff\xfe\n".to_vec());
+        let error = read_batch(&mut input, &mut 0).unwrap_err();
+        assert!(
+            error.to_string().contains("cannot read the input"),
+            "{error}"
+        );
+    }
 }
