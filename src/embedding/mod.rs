@@ -78,8 +78,8 @@ struct Pending {
 /// its serial parts (tokenizing, allocating, the steps between two parallel products), and a
 /// second pass fills them. With 16 clients saving at once the batches settle into two groups
 /// that alternate, and a second pass raised the saves from 203 to 220-224 a second (one run
-/// against two, 20,000 memories, 2 cores; docs/BENCHMARKS.md). The import does not go through the batcher: it encodes its own
-/// batches of 256.
+/// against two, 20,000 memories, 2 cores; docs/BENCHMARKS.md). The import does not go through
+/// the batcher: it encodes its own batches of 256.
 #[derive(Clone)]
 pub struct Embeddings {
     embedder: Arc<dyn Embedder>,
