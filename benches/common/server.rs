@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use memvault::config::{EmbeddingPrecision, MemoryLimits, Settings, Switch};
+use memvault::config::{MemoryLimits, Settings, Switch};
 use memvault::model::Workspace;
 use memvault::services::AccountsService;
 use memvault::startup::Application;
@@ -33,16 +33,7 @@ pub fn bench_settings(mut settings: Settings) -> Settings {
 
 /// How the local model multiplies under `settings` on this CPU, for a report.
 pub fn model_precision(settings: &Settings) -> &'static str {
-    match settings.embedding.precision {
-        EmbeddingPrecision::F32 => "f32 products",
-        EmbeddingPrecision::Bf16 if memvault::embedding::bf16_amx_supported() => {
-            "bfloat16 products (AMX tiles)"
-        }
-        EmbeddingPrecision::Bf16 if memvault::embedding::bf16_supported() => {
-            "bfloat16 products (AVX512_BF16)"
-        }
-        EmbeddingPrecision::Bf16 => "f32 products (this CPU has no AVX512_BF16)",
-    }
+    memvault::embedding::products_for(settings.embedding.precision).describe()
 }
 
 /// An error unless `app` opened PostgreSQL when `postgres`, SQLite otherwise.

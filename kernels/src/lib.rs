@@ -10,4 +10,7 @@ pub mod activations;
 pub mod attention;
 pub mod bf16;
 pub mod cpu;
+pub mod dense;
 pub mod f16;
+#[cfg(test)]
+mod products;

@@ -92,7 +92,8 @@ impl Default for StorageSettings {
 pub struct EmbeddingSettings {
     /// Where the local embedding model (all-MiniLM-L6-v2) is installed.
     pub model_dir: PathBuf,
-    /// How the local model multiplies (`bf16` where the CPU has it, or `f32`).
+    /// How the local model multiplies (`auto`: the faster of bfloat16 and `f32` here; `bf16`
+    /// where the CPU has it; `f32`).
     pub precision: EmbeddingPrecision,
     /// An OpenAI-compatible `/v1/embeddings` base URL; when set it replaces the local model.
     pub url: Option<ServiceUrl>,
@@ -106,7 +107,7 @@ impl Default for EmbeddingSettings {
     fn default() -> Self {
         EmbeddingSettings {
             model_dir: PathBuf::from("./models/all-MiniLM-L6-v2"),
-            precision: EmbeddingPrecision::Bf16,
+            precision: EmbeddingPrecision::Auto,
             url: None,
             model: "text-embedding-3-small".to_string(),
             key: None,

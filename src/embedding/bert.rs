@@ -18,6 +18,8 @@ use rayon::prelude::*;
 
 use crate::config::EmbeddingPrecision;
 use memvault_kernels::bf16::{self, PackedDense};
+use memvault_kernels::cpu::Isa;
+use memvault_kernels::dense::{self, PackedF32};
 use memvault_kernels::{activations, attention};
 use serde::Deserialize;
 
@@ -47,53 +49,143 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
-/// A fully connected layer. In `f32`, its weights are stored transposed, `(in, out)` and
-/// contiguous, so that the matrix product reads them in the order it packs them.
+/// Which kernel the fully connected layers multiply with, chosen once for the process
+/// ([`products_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Products {
+    /// candle's `f32` matrix product (CPUs without AVX-512).
+    Candle,
+    /// `f32` multiply-adds in AVX-512 registers (`memvault_kernels::dense`).
+    F32,
+    /// bfloat16 pairs summed in `f32`, with `vdpbf16ps` or on AMX tiles where the CPU has them
+    /// (`memvault_kernels::bf16`).
+    Bf16,
+}
+
+impl Products {
+    /// How the products multiply here, for logs and benchmark reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Products::Candle => "f32 products (candle)",
+            Products::F32 => "f32 products (AVX-512)",
+            Products::Bf16 if bf16::amx_supported() => "bfloat16 products (AMX tiles)",
+            Products::Bf16 => "bfloat16 products (AVX512_BF16)",
+        }
+    }
+}
+
+/// The kernel for `precision` on this CPU. `auto` takes AMX tiles where the CPU has them; where
+/// it has AVX512_BF16 without AMX, it measures one layer's product both ways, once a process,
+/// and takes bfloat16 only when it is at least a tenth faster (`vdpbf16ps`, 32 products an
+/// instruction, issued a quarter as often as an `f32` multiply-add of 16 on one Xeon:
+/// `memvault_kernels::dense`).
+pub fn products_for(precision: EmbeddingPrecision) -> Products {
+    static MEASURED: std::sync::OnceLock<Products> = std::sync::OnceLock::new();
+    let f32 = if dense::supported() {
+        Products::F32
+    } else {
+        Products::Candle
+    };
+    match precision {
+        EmbeddingPrecision::F32 => f32,
+        EmbeddingPrecision::Bf16 if bf16::supported() => Products::Bf16,
+        EmbeddingPrecision::Auto if bf16::amx_supported() => Products::Bf16,
+        EmbeddingPrecision::Auto if bf16::supported() && dense::supported() => {
+            *MEASURED.get_or_init(measure_products)
+        }
+        EmbeddingPrecision::Bf16 | EmbeddingPrecision::Auto => f32,
+    }
+}
+
+/// Times the product of an intermediate layer's shape (384 x 1536, 256 rows: a few texts) in
+/// bfloat16 and in `f32`, alternately, and keeps each one's fastest round.
+fn measure_products() -> Products {
+    const INPUTS: usize = 384;
+    const OUTPUTS: usize = 1536;
+    const ROWS: usize = 256;
+    const ROUNDS: usize = 7;
+    let values = |len: usize, seed: usize| -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i * 7919 + seed) % 1999) as f32 / 1999.0 - 0.5)
+            .collect()
+    };
+    let (weight, bias) = (values(INPUTS * OUTPUTS, 1), values(OUTPUTS, 2));
+    let x = values(ROWS * INPUTS, 3);
+    let (Some(half), Some(full)) = (
+        PackedDense::pack_with(Isa::Avx512Bf16, &weight, INPUTS, OUTPUTS, &bias),
+        PackedF32::pack(&weight, INPUTS, OUTPUTS, &bias),
+    ) else {
+        return Products::F32;
+    };
+    let time = |product: &dyn Packed| {
+        let started = std::time::Instant::now();
+        std::hint::black_box(product.forward(&x));
+        started.elapsed()
+    };
+    let (mut bf16_best, mut f32_best) = (std::time::Duration::MAX, std::time::Duration::MAX);
+    for _ in 0..ROUNDS {
+        bf16_best = bf16_best.min(time(&half));
+        f32_best = f32_best.min(time(&full));
+    }
+    let chosen = if bf16_best.as_secs_f64() < 0.9 * f32_best.as_secs_f64() {
+        Products::Bf16
+    } else {
+        Products::F32
+    };
+    tracing::info!(
+        bf16_ms = bf16_best.as_secs_f64() * 1e3,
+        f32_ms = f32_best.as_secs_f64() * 1e3,
+        chosen = chosen.describe(),
+        "the encoder's products timed on this cpu"
+    );
+    chosen
+}
+
+/// A fully connected layer. With candle's product, its weights are stored transposed,
+/// `(in, out)` and contiguous, so that the product reads them in the order it packs them.
 /// (`candle_nn::Linear` keeps the file's `(out, in)` and multiplies by a transposed view: for
-/// a short text, repacking that view on every call cost as much as the product itself.) In
-/// bfloat16 ([`EmbeddingPrecision::Bf16`] on a CPU that has it), the weights are packed for
-/// [`PackedDense`] instead, and the `f32` copy is not kept.
+/// a short text, repacking that view on every call cost as much as the product itself.) With
+/// the kernels of [`Products::F32`] and [`Products::Bf16`], the weights are packed for them
+/// instead, and candle's copy is not kept.
 enum Dense {
-    F32 { weight: Tensor, bias: Tensor },
+    Candle { weight: Tensor, bias: Tensor },
+    F32(PackedF32),
     Bf16(PackedDense),
 }
 
 impl Dense {
     /// From the file's `(out, in)` weight.
-    fn new(weight: &Tensor, bias: Tensor, precision: EmbeddingPrecision) -> Result<Self> {
+    fn new(weight: &Tensor, bias: Tensor, products: Products) -> Result<Self> {
         let weight = weight.t()?.contiguous()?;
-        if precision == EmbeddingPrecision::Bf16 && bf16::supported() {
+        if products != Products::Candle {
             let (inputs, outputs) = weight.dims2()?;
-            let packed = PackedDense::pack(
-                &weight.flatten_all()?.to_vec1::<f32>()?,
-                inputs,
-                outputs,
-                &bias.to_vec1::<f32>()?,
+            let (w, b) = (
+                weight.flatten_all()?.to_vec1::<f32>()?,
+                bias.to_vec1::<f32>()?,
             );
+            let packed = match products {
+                Products::Bf16 => PackedDense::pack(&w, inputs, outputs, &b).map(Dense::Bf16),
+                _ => PackedF32::pack(&w, inputs, outputs, &b).map(Dense::F32),
+            };
             if let Some(packed) = packed {
-                return Ok(Dense::Bf16(packed));
+                return Ok(packed);
             }
         }
-        Ok(Dense::F32 { weight, bias })
+        Ok(Dense::Candle { weight, bias })
     }
 
-    fn load(
-        inputs: usize,
-        outputs: usize,
-        vb: VarBuilder,
-        precision: EmbeddingPrecision,
-    ) -> Result<Self> {
+    fn load(inputs: usize, outputs: usize, vb: VarBuilder, products: Products) -> Result<Self> {
         Dense::new(
             &vb.get((outputs, inputs), "weight")?,
             vb.get(outputs, "bias")?,
-            precision,
+            products,
         )
     }
 
     /// `(..., in)` -> `(..., out)`.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
-            Dense::F32 { weight, bias } => {
+            Dense::Candle { weight, bias } => {
                 let mut dims = x.dims().to_vec();
                 let inputs = dims.pop().unwrap_or(0);
                 let rows = dims.iter().product::<usize>();
@@ -103,35 +195,67 @@ impl Dense {
                     .broadcast_add(bias)?
                     .reshape(dims)
             }
-            Dense::Bf16(packed) => x.contiguous()?.apply_op1_no_bwd(&BfDense(packed)),
+            Dense::F32(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp(packed)),
+            Dense::Bf16(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp(packed)),
         }
     }
 }
 
-/// A [`PackedDense`] product as a tensor operation.
-struct BfDense<'a>(&'a PackedDense);
+/// A packed product of the kernels crate.
+trait Packed: Send + Sync {
+    fn inputs(&self) -> usize;
+    fn outputs(&self) -> usize;
+    fn forward(&self, x: &[f32]) -> Option<Vec<f32>>;
+}
 
-impl CustomOp1 for BfDense<'_> {
+impl Packed for PackedDense {
+    fn inputs(&self) -> usize {
+        PackedDense::inputs(self)
+    }
+    fn outputs(&self) -> usize {
+        PackedDense::outputs(self)
+    }
+    fn forward(&self, x: &[f32]) -> Option<Vec<f32>> {
+        PackedDense::forward(self, x)
+    }
+}
+
+impl Packed for PackedF32 {
+    fn inputs(&self) -> usize {
+        PackedF32::inputs(self)
+    }
+    fn outputs(&self) -> usize {
+        PackedF32::outputs(self)
+    }
+    fn forward(&self, x: &[f32]) -> Option<Vec<f32>> {
+        PackedF32::forward(self, x)
+    }
+}
+
+/// A packed product as a tensor operation.
+struct PackedOp<'a>(&'a dyn Packed);
+
+impl CustomOp1 for PackedOp<'_> {
     fn name(&self) -> &'static str {
-        "dense-bf16"
+        "dense-packed"
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let (CpuStorage::F32(values), Some((start, end))) = (storage, layout.contiguous_offsets())
         else {
-            candle_core::bail!("a bf16 dense layer takes a contiguous f32 tensor");
+            candle_core::bail!("a packed dense layer takes a contiguous f32 tensor");
         };
         let mut dims = layout.shape().dims().to_vec();
         if dims.pop() != Some(self.0.inputs()) {
             candle_core::bail!(
-                "a bf16 dense layer of {} inputs got {:?}",
+                "a packed dense layer of {} inputs got {:?}",
                 self.0.inputs(),
                 layout.shape()
             );
         }
         dims.push(self.0.outputs());
         let Some(out) = self.0.forward(&values[start..end]) else {
-            candle_core::bail!("a bf16 dense layer got a partial row");
+            candle_core::bail!("a packed dense layer got a partial row");
         };
         Ok((CpuStorage::F32(out), Shape::from(dims)))
     }
@@ -148,7 +272,7 @@ pub struct Encoder {
 
 impl Encoder {
     /// Loads the weights (names as in the model's safetensors file, no `bert.` prefix).
-    pub fn load(vb: VarBuilder, config: &Config, precision: EmbeddingPrecision) -> Result<Self> {
+    pub fn load(vb: VarBuilder, config: &Config, products: Products) -> Result<Self> {
         if config.hidden_act != "gelu" {
             candle_core::bail!("unsupported activation {}", config.hidden_act);
         }
@@ -186,7 +310,7 @@ impl Encoder {
             let qkv = Dense::new(
                 &Tensor::cat(&[(qw * scale)?, kw, vw], 0)?,
                 Tensor::cat(&[(qb * scale)?, kb, vb_], 0)?,
-                precision,
+                products,
             )?;
             layers.push(Layer {
                 qkv,
@@ -194,20 +318,20 @@ impl Encoder {
                     hidden,
                     hidden,
                     attention.pp("output").pp("dense"),
-                    precision,
+                    products,
                 )?,
                 attention_norm: layer_norm(hidden, eps, attention.pp("output").pp("LayerNorm"))?,
                 up: Dense::load(
                     hidden,
                     config.intermediate_size,
                     vb.pp("intermediate").pp("dense"),
-                    precision,
+                    products,
                 )?,
                 down: Dense::load(
                     config.intermediate_size,
                     hidden,
                     vb.pp("output").pp("dense"),
-                    precision,
+                    products,
                 )?,
                 output_norm: layer_norm(hidden, eps, vb.pp("output").pp("LayerNorm"))?,
             });

@@ -12,7 +12,7 @@ use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::bert::{mean_pool_normalized, Config, Encoder};
+use super::bert::{mean_pool_normalized, products_for, Config, Encoder, Products};
 use super::{EmbedError, Embedder};
 use crate::config::EmbeddingPrecision;
 
@@ -21,6 +21,7 @@ const MAX_TOKENS: usize = 256;
 
 struct Model {
     bert: Encoder,
+    products: Products,
     tokenizer: Tokenizer,
     dimensions: usize,
 }
@@ -42,6 +43,11 @@ impl LocalEmbedder {
     /// Loads the model from a directory holding `config.json`, `tokenizer.json` and
     /// `model.safetensors`, to multiply in `precision`.
     pub fn load(dir: &Path, precision: EmbeddingPrecision) -> Result<Self, EmbedError> {
+        Self::load_with(dir, products_for(precision))
+    }
+
+    /// [`LocalEmbedder::load`] with the products' kernel given (tests compare them).
+    pub fn load_with(dir: &Path, products: Products) -> Result<Self, EmbedError> {
         tune_for_inference();
         let file = |name: &str| -> PathBuf { dir.join(name) };
         for name in ["config.json", "tokenizer.json", "model.safetensors"] {
@@ -67,7 +73,7 @@ impl LocalEmbedder {
         let weights = std::fs::read(file("model.safetensors")).map_err(load_error)?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(load_error)?;
-        let bert = Encoder::load(vb, &config, precision).map_err(load_error)?;
+        let bert = Encoder::load(vb, &config, products).map_err(load_error)?;
         // The weights file (about 90 MB, read whole) is dropped now that the tensors hold the
         // weights. mimalloc purges freed memory lazily, on later allocator activity, so an idle
         // server kept it (241 MB against 167 MB at start-up; docs/BENCHMARKS.md): give it back.
@@ -77,10 +83,16 @@ impl LocalEmbedder {
         Ok(LocalEmbedder {
             model: Arc::new(Model {
                 bert,
+                products,
                 tokenizer,
                 dimensions,
             }),
         })
+    }
+
+    /// The kernel its fully connected layers multiply with.
+    pub fn products(&self) -> Products {
+        self.model.products
     }
 }
 
@@ -220,12 +232,26 @@ mod tests {
 
     /// The model as the server loads it by default.
     fn model() -> LocalEmbedder {
+        LocalEmbedder::load(&model_dir(), EmbeddingPrecision::Auto)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// bfloat16 products where the CPU has them.
+    fn model_bf16() -> LocalEmbedder {
         LocalEmbedder::load(&model_dir(), EmbeddingPrecision::Bf16)
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn model_f32() -> LocalEmbedder {
-        LocalEmbedder::load(&model_dir(), EmbeddingPrecision::F32).unwrap_or_else(|e| panic!("{e}"))
+        let model = LocalEmbedder::load(&model_dir(), EmbeddingPrecision::F32)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let expected = if memvault_kernels::dense::supported() {
+            Products::F32
+        } else {
+            Products::Candle
+        };
+        assert_eq!(model.products(), expected);
+        model
     }
 
     fn embed(model: &LocalEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
@@ -278,7 +304,8 @@ mod tests {
 
     /// The encoder of `bert.rs`, its texts packed without padding, against candle-transformers'
     /// BERT on the same weights and tokens, padded with a mask: short, long (truncated at 256)
-    /// and Unicode texts in one batch.
+    /// and Unicode texts in one batch; with the AVX-512 `f32` products (where the CPU has them)
+    /// and with candle's.
     #[test]
     fn the_encoder_matches_candles_reference_bert() {
         use candle_transformers::models::bert::{BertModel, Config as ReferenceConfig};
@@ -296,7 +323,6 @@ mod tests {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .unwrap();
-        let got = ours.model.embed_batch(&encodings).unwrap();
         let width = encodings.iter().map(|e| e.len()).max().unwrap();
         assert_eq!(width, MAX_TOKENS, "the long text is truncated");
         let ids = padded(&encodings, tokenizers::Encoding::get_ids);
@@ -319,13 +345,19 @@ mod tests {
             .unwrap()
             .to_vec2::<f32>()
             .unwrap();
-        for (text, (a, b)) in texts.iter().zip(got.iter().zip(&expected)) {
-            let drift = a
-                .iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0_f32, f32::max);
-            assert!(drift < 1e-5, "{drift} on {text:.30}");
+        let candle = LocalEmbedder::load_with(&dir, Products::Candle).unwrap();
+        assert_eq!(candle.products(), Products::Candle);
+        for model in [&ours, &candle] {
+            let got = model.model.embed_batch(&encodings).unwrap();
+            for (text, (a, b)) in texts.iter().zip(got.iter().zip(&expected)) {
+                let drift = a
+                    .iter()
+                    .zip(b)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0.0_f32, f32::max);
+                let products = model.products().describe();
+                assert!(drift < 1e-5, "{products}: {drift} on {text:.30}");
+            }
         }
     }
 
@@ -343,7 +375,7 @@ mod tests {
         let mut texts = probe_texts();
         texts.push("I moved to Berlin last spring and I love it there.".to_string());
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let (fast, exact) = (model(), model_f32());
+        let (fast, exact) = (model_bf16(), model_f32());
         let a = embed(&fast, &texts);
         let b = embed(&exact, &texts);
         for (text, (a, b)) in texts.iter().zip(a.iter().zip(&b)) {
@@ -402,7 +434,7 @@ mod tests {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0_f32, f32::max);
         assert!(drift < 1e-4, "padding changed the vector by {drift}");
-        let fast = model();
+        let fast = model_bf16();
         let alone = embed(&fast, &["deploys are on Thursday"]);
         let batched = embed(&fast, &[long, "deploys are on Thursday", "hi"]);
         let similarity = cosine(&alone[0], &batched[1]);
@@ -410,6 +442,43 @@ mod tests {
             similarity > 0.9999,
             "padding moved the vector to cosine {similarity}"
         );
+    }
+
+    /// `f32` takes the AVX-512 kernel where it runs; `bf16` takes bfloat16 wherever the CPU has
+    /// it; `auto` takes AMX tiles where they run, otherwise one of the two that run here, the
+    /// same on every call of the process, and the server's model loads with that choice.
+    #[test]
+    fn each_precision_takes_a_kernel_this_cpu_runs() {
+        use memvault_kernels::{bf16, dense};
+        let f32 = if dense::supported() {
+            Products::F32
+        } else {
+            Products::Candle
+        };
+        assert_eq!(products_for(EmbeddingPrecision::F32), f32);
+        let bf16 = products_for(EmbeddingPrecision::Bf16);
+        assert_eq!(
+            bf16,
+            if bf16::supported() {
+                Products::Bf16
+            } else {
+                f32
+            }
+        );
+        let auto = products_for(EmbeddingPrecision::Auto);
+        if bf16::amx_supported() {
+            assert_eq!(auto, Products::Bf16);
+        } else if bf16::supported() && dense::supported() {
+            assert!(matches!(auto, Products::Bf16 | Products::F32), "{auto:?}");
+        } else {
+            assert_eq!(auto, f32);
+        }
+        assert_eq!(
+            products_for(EmbeddingPrecision::Auto),
+            auto,
+            "measured once"
+        );
+        assert_eq!(model().products(), auto);
     }
 
     #[test]

@@ -12,9 +12,12 @@ mod remote;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+pub use bert::{products_for, Products};
 pub use local::{set_inference_environment, LocalEmbedder};
 /// Whether those products run on AMX tiles here (AMX-TILE and AMX-BF16, granted by Linux).
 pub use memvault_kernels::bf16::amx_supported as bf16_amx_supported;
@@ -70,21 +73,37 @@ struct Pending {
 /// [`BATCH_SIZE`], and encodes them in one call, so concurrent saves share the model's batch
 /// throughput instead of queueing for one pass each. Clients that saved together come back
 /// a few milliseconds apart (each finishes its save and sends the next), so taking only what
-/// is waiting would alternate a batch of the first few with one of the rest: when the last
-/// batch held several texts, the batcher waits up to [`GATHER_WINDOW`] for as many again. A
-/// lone client (a batch of one) never waits.
+/// is waiting would encode them in many small passes, each slower per text. A pass waits for
+/// its share of the load instead ([`gather_target`]: an even share of the most texts the
+/// batcher held or expected lately, counting the saves in progress, [`Embeddings::writing`]):
+/// beside a running pass, until it has that many or that pass ends; with the encoder idle,
+/// up to [`GATHER_WINDOW`]. A lone client never waits.
 ///
 /// Up to [`PASSES`] batches are encoded at once: a pass of a few texts leaves cores idle in
 /// its serial parts (tokenizing, allocating, the steps between two parallel products), and a
-/// second pass fills them. With 16 clients saving at once the batches settle into two groups
-/// that alternate, and a second pass raised the saves from 203 to 220-224 a second (one run
-/// against two, 20,000 memories, 2 cores; docs/BENCHMARKS.md). The import does not go through
-/// the batcher: it encodes its own batches of 256.
+/// second pass fills them, while the clients of the other one save and come back. With 16
+/// clients saving at once (20,000 memories, 2 cores; docs/BENCHMARKS.md), a second pass
+/// raised the saves from 203 to 220-224 a second on an AMD EPYC. On an Intel Xeon, passes
+/// that started with whatever was waiting held 1 to 14 texts (4.8 on average, a third of
+/// them 1 to 3: 113 saves a second); waiting for three quarters of a share of the texts
+/// held, they settled into three groups of 5 or 6 (125); counting the saves in progress, into
+/// two of 8 (134). The import does not go through the batcher: it encodes its own batches.
 #[derive(Clone)]
 pub struct Embeddings {
     embedder: Arc<dyn Embedder>,
     queries: moka::future::Cache<String, Arc<Vec<f32>>>,
     pending: mpsc::Sender<Pending>,
+    /// Saves in progress that may send a document ([`Embeddings::writing`]).
+    writers: Arc<AtomicUsize>,
+}
+
+/// A save in progress, counted while it lives ([`Embeddings::writing`]).
+pub struct Writing(Arc<AtomicUsize>);
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Embeddings {
@@ -106,12 +125,27 @@ impl Embeddings {
             .time_to_idle(Duration::from_secs(3_600))
             .build();
         let (pending, queue) = mpsc::channel(1024);
-        tokio::spawn(batch_documents(embedder.clone(), queue, window, passes));
+        let writers = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(batch_documents(
+            embedder.clone(),
+            queue,
+            writers.clone(),
+            window,
+            passes,
+        ));
         Embeddings {
             embedder,
             queries,
             pending,
+            writers,
         }
+    }
+
+    /// Counts a save in progress until the guard drops: the batcher expects a document from
+    /// each, and a pass waits for its share of them ([`gather_target`]).
+    pub fn writing(&self) -> Writing {
+        self.writers.fetch_add(1, Ordering::SeqCst);
+        Writing(self.writers.clone())
     }
 
     /// The vector of one document, encoded in a batch with whatever else is waiting.
@@ -155,43 +189,81 @@ impl Embeddings {
     }
 }
 
+/// Pass starts over which the batcher remembers how many texts it held at once.
+const BUSIEST_OF: usize = 8;
+
+/// How many texts a pass waits for: an even share, among `passes`, of the most texts the
+/// batcher held at once (queued or in the encoder) or expected (saves in progress,
+/// [`Embeddings::writing`]) over its last [`BUSIEST_OF`] pass starts.
+fn gather_target(busiest: usize, passes: usize) -> usize {
+    busiest.div_ceil(passes.max(1)).clamp(1, BATCH_SIZE)
+}
+
 /// The batcher: runs until every [`Embeddings`] handle is gone.
 async fn batch_documents(
     embedder: Arc<dyn Embedder>,
     mut queue: mpsc::Receiver<Pending>,
+    writers: Arc<AtomicUsize>,
     window: Duration,
     passes: usize,
 ) {
-    let passes = Arc::new(tokio::sync::Semaphore::new(passes.max(1)));
+    let passes = passes.max(1);
+    let slots = Arc::new(tokio::sync::Semaphore::new(passes));
+    // Texts in the encoder, and a signal each time a pass ends.
+    let encoding = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(tokio::sync::Notify::new());
+    let mut held = std::collections::VecDeque::with_capacity(BUSIEST_OF);
     let mut batch = Vec::with_capacity(BATCH_SIZE);
-    let mut last = 0;
     loop {
-        let Ok(pass) = passes.clone().acquire_owned().await else {
+        let Ok(pass) = slots.clone().acquire_owned().await else {
             return;
         };
         if queue.recv_many(&mut batch, BATCH_SIZE).await == 0 {
             return;
         }
         let received = std::time::Instant::now();
-        if last > 1 && batch.len() < last {
-            let deadline = tokio::time::Instant::now() + window;
-            while batch.len() < last {
-                let room = BATCH_SIZE - batch.len();
-                let more = queue.recv_many(&mut batch, room);
+        let target = gather_target(held.iter().copied().max().unwrap_or(0), passes);
+        // Beside a running pass, wait for the target or for that pass to end; with the
+        // encoder idle, wait for the target up to `window`.
+        let idle = encoding.load(Ordering::SeqCst) == 0;
+        let deadline = tokio::time::Instant::now() + window;
+        while batch.len() < target {
+            let pass_ended = ended.notified();
+            tokio::pin!(pass_ended);
+            pass_ended.as_mut().enable();
+            let busy = encoding.load(Ordering::SeqCst) > 0;
+            if !idle && !busy {
+                break;
+            }
+            let room = BATCH_SIZE - batch.len();
+            let more = queue.recv_many(&mut batch, room);
+            if busy {
+                tokio::select! {
+                    n = more => if n == 0 { break },
+                    _ = pass_ended => {}
+                }
+            } else {
                 match tokio::time::timeout_at(deadline, more).await {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
                 }
             }
         }
-        last = batch.len();
+        let texts = batch.len();
+        let before = encoding.fetch_add(texts, Ordering::SeqCst);
+        if held.len() == BUSIEST_OF {
+            held.pop_front();
+        }
+        held.push_back((before + texts + queue.len()).max(writers.load(Ordering::SeqCst)));
         let jobs = std::mem::take(&mut batch);
-        let embedder = embedder.clone();
+        let (embedder, encoding, ended) = (embedder.clone(), encoding.clone(), ended.clone());
         tokio::spawn(async move {
             let texts = jobs.iter().map(|job| job.text.clone()).collect();
             let started = std::time::Instant::now();
             let embedded = embedder.embed(texts).await;
+            encoding.fetch_sub(jobs.len(), Ordering::SeqCst);
             drop(pass);
+            ended.notify_waiters();
             tracing::debug!(
                 texts = jobs.len(),
                 gathered_ms = (started - received).as_secs_f64() * 1e3,
@@ -446,6 +518,81 @@ mod tests {
             text.await.unwrap().unwrap();
         }
         assert_eq!(h.calls(), vec![1, 3, 3]);
+    }
+
+    #[test]
+    fn a_pass_waits_for_an_even_share() {
+        assert_eq!(gather_target(0, 2), 1);
+        assert_eq!(gather_target(1, 2), 1);
+        assert_eq!(gather_target(3, 1), 3);
+        assert_eq!(gather_target(15, 2), 8);
+        assert_eq!(gather_target(16, 2), 8);
+        assert_eq!(gather_target(16, 0), 16);
+        assert_eq!(gather_target(100, 2), BATCH_SIZE);
+    }
+
+    #[tokio::test]
+    async fn beside_a_running_pass_a_few_texts_wait_for_their_share_or_its_end() {
+        let h = Harness::new(2);
+        // Two passes of one hold both slots; seven sent then wait and go together.
+        let mut sent = vec![h.send("a")];
+        h.wait_for(1).await;
+        sent.push(h.send("b"));
+        h.wait_for(2).await;
+        let seven: Vec<_> = (0..7).map(|i| h.send(&format!("s{i}"))).collect();
+        h.queued(7).await;
+        h.release(1);
+        h.wait_for(3).await;
+        h.release(1);
+        for text in sent.drain(..) {
+            text.await.unwrap().unwrap();
+        }
+        assert_eq!(h.calls(), vec![1, 1, 7]);
+        // The batcher held eight at once: beside the pass of seven, texts wait for four.
+        sent.extend(["x", "y", "z"].map(|t| h.send(t)));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(h.calls(), vec![1, 1, 7]);
+        sent.push(h.send("w"));
+        h.wait_for(4).await;
+        assert_eq!(h.calls(), vec![1, 1, 7, 4]);
+        // Eleven held at once now, so a share of six: a lone text waits beside the pass of
+        // four, and goes when that pass ends.
+        sent.push(h.send("p"));
+        h.queued(1).await;
+        h.release(1);
+        for text in seven {
+            text.await.unwrap().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(h.calls(), vec![1, 1, 7, 4]);
+        h.release(1);
+        h.wait_for(5).await;
+        assert_eq!(h.calls(), vec![1, 1, 7, 4, 1]);
+        h.release(1);
+        for text in sent {
+            assert_eq!(text.await.unwrap().unwrap(), vec![1.0]);
+        }
+    }
+
+    #[tokio::test]
+    async fn saves_in_progress_raise_the_share() {
+        let h = Harness::new(2);
+        let writing: Vec<_> = (0..4).map(|_| h.embeddings.writing()).collect();
+        // The first text goes at once; four saves in progress make a share of two.
+        let mut sent = vec![h.send("a")];
+        h.wait_for(1).await;
+        sent.push(h.send("b"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(h.calls(), vec![1]);
+        sent.push(h.send("c"));
+        h.wait_for(2).await;
+        assert_eq!(h.calls(), vec![1, 2]);
+        drop(writing);
+        assert_eq!(h.embeddings.writers.load(Ordering::SeqCst), 0);
+        h.release(2);
+        for text in sent {
+            assert_eq!(text.await.unwrap().unwrap(), vec![1.0]);
+        }
     }
 
     #[tokio::test]

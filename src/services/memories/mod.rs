@@ -211,6 +211,7 @@ impl MemoryService {
     /// `POST /api/memories`: a short memory is saved at once (201); a long note is accepted as
     /// a job that splits it into atomic memories (202).
     pub async fn create(&self, who: &Principal, input: Save) -> Result<CreateOutcome> {
+        let _writing = self.embeddings.writing();
         let caller = &self
             .gate
             .enter(who, input.workspace_id, Need::Write)

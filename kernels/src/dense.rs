@@ -1,0 +1,310 @@
+//! The encoder's fully connected layers as `f32` matrix products on AVX-512 F.
+//!
+//! Why beside [`crate::bf16`]: on some CPUs `vdpbf16ps` issues at a quarter of the rate of an
+//! `f32` fused multiply-add, so its 32 products an instruction make half the products a cycle
+//! of two multiply-adds of 16. Measured on an Intel Xeon (family 6, model 207, AVX512_BF16
+//! without AMX), one core: 1.2 billion `vdpbf16ps` a second (38 billion products) against 4.5
+//! billion `vfmadd` (72 billion); a layer of the encoder ran 1.4 to 2 times as fast in this
+//! kernel as in the bfloat16 one (docs/BENCHMARKS.md). Where `vdpbf16ps` issues as often as a
+//! multiply-add, bfloat16 does twice the products. The encoder times both where both run
+//! (`embedding_precision = "auto"`).
+//!
+//! Layout. The weights are packed once, at load: for each panel of [`PANEL`] output columns,
+//! the panel's 64 weights of input 0, then of input 1, and so on, so that one 64-byte load
+//! holds 16 columns of one input. A tile of [`TILE`] rows by one panel keeps its 24 sums in
+//! registers through the whole input dimension, each step four loads of the panel, one
+//! broadcast of each row's input and 24 multiply-adds. The sums start from the bias.
+//!
+//! A [`PackedF32`] exists only where the CPU runs AVX-512 F; the encoder keeps candle's matrix
+//! product elsewhere.
+
+use rayon::prelude::*;
+
+use crate::cpu::Isa;
+
+/// Output columns per panel: four 16-lane registers.
+const PANEL: usize = 64;
+/// Rows per register tile (4 x 6 sums, 4 panel loads and one broadcast: 29 of 32 registers).
+const TILE: usize = 6;
+/// Rows per parallel task: a panel is read from cache for this many rows.
+const ROWS_PER_TASK: usize = 8 * TILE;
+
+/// The variants of [`PackedF32`]'s product (its plain loops are the tests' reference).
+pub const VARIANTS: [Isa; 1] = [Isa::Avx512];
+
+/// Whether this CPU runs [`PackedF32`] (AVX-512 F, detected once).
+pub fn supported() -> bool {
+    Isa::Avx512.available()
+}
+
+/// A fully connected layer packed for `f32` products.
+pub struct PackedF32 {
+    inputs: usize,
+    outputs: usize,
+    /// `outputs / PANEL` panels of `inputs` rows of `PANEL` columns.
+    panels: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl PackedF32 {
+    /// Packs `weight`, `(inputs, outputs)` row-major, and `bias` (`outputs`). `None` when this
+    /// CPU cannot run the product ([`supported`]) or the shape does not fit the layout (outputs
+    /// not a multiple of 64, or lengths that do not match).
+    pub fn pack(weight: &[f32], inputs: usize, outputs: usize, bias: &[f32]) -> Option<Self> {
+        if !supported() {
+            return None;
+        }
+        Self::pack_layout(weight, inputs, outputs, bias)
+    }
+
+    /// The packing itself, on any CPU (tests check the layout everywhere).
+    fn pack_layout(weight: &[f32], inputs: usize, outputs: usize, bias: &[f32]) -> Option<Self> {
+        if inputs == 0
+            || outputs == 0
+            || !outputs.is_multiple_of(PANEL)
+            || weight.len() != inputs.checked_mul(outputs)?
+            || bias.len() != outputs
+        {
+            return None;
+        }
+        let mut panels = Vec::with_capacity(inputs * outputs);
+        for panel in 0..outputs / PANEL {
+            for input in weight.chunks_exact(outputs) {
+                panels.extend_from_slice(&input[panel * PANEL..(panel + 1) * PANEL]);
+            }
+        }
+        Some(PackedF32 {
+            inputs,
+            outputs,
+            panels,
+            bias: bias.to_vec(),
+        })
+    }
+
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// `x · W + bias` for `x` of `rows` rows (`x.len() / inputs`), into a new `rows x outputs`
+    /// buffer. `None` when `x` is not a whole number of rows (or off x86-64, where no
+    /// `PackedF32` is ever made).
+    pub fn forward(&self, x: &[f32]) -> Option<Vec<f32>> {
+        if !x.len().is_multiple_of(self.inputs) {
+            return None;
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let rows = x.len() / self.inputs;
+            let len = rows * self.outputs;
+            let mut out: Vec<f32> = Vec::with_capacity(len);
+            let panels = self.outputs / PANEL;
+            let row_blocks = rows.div_ceil(ROWS_PER_TASK);
+            let out_ptr = Shared(out.as_mut_ptr());
+            (0..row_blocks * panels).into_par_iter().for_each(|task| {
+                let (block, panel) = (task / panels, task % panels);
+                let first = block * ROWS_PER_TASK;
+                let count = ROWS_PER_TASK.min(rows - first);
+                // SAFETY: a `PackedF32` exists only where `supported()` (`pack`); each task
+                // writes only its own rows of its own panel's columns, inside `out`'s capacity.
+                unsafe { self.block(x, first, count, panel, &out_ptr) };
+            });
+            // SAFETY: the tasks wrote every row of every panel: all `len` floats.
+            unsafe { out.set_len(len) };
+            Some(out)
+        }
+    }
+
+    /// Rows `first..first + count` of panel `panel`, tile by tile.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512 F; `first + count <= rows` of `x`; `out` points at room for
+    /// the `rows x outputs` output, and no other thread writes these rows of this panel.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn block(&self, x: &[f32], first: usize, count: usize, panel: usize, out: &Shared) {
+        let b = &self.panels[panel * self.inputs * PANEL..(panel + 1) * self.inputs * PANEL];
+        let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
+        let mut row = first;
+        while row < first + count {
+            let take = TILE.min(first + count - row);
+            let a = &x[row * self.inputs..(row + take) * self.inputs];
+            // SAFETY: the caller's guarantees; `out` has room for `rows x outputs` floats.
+            unsafe {
+                let dst = out.at(row * self.outputs + panel * PANEL);
+                let n = self.inputs;
+                match take {
+                    6 => tile::<6>(a, n, b, bias, dst, self.outputs),
+                    5 => tile::<5>(a, n, b, bias, dst, self.outputs),
+                    4 => tile::<4>(a, n, b, bias, dst, self.outputs),
+                    3 => tile::<3>(a, n, b, bias, dst, self.outputs),
+                    2 => tile::<2>(a, n, b, bias, dst, self.outputs),
+                    _ => tile::<1>(a, n, b, bias, dst, self.outputs),
+                }
+            }
+            row += take;
+        }
+    }
+
+    /// The same product read straight from the packed layout, one scalar at a time (tests).
+    #[cfg(test)]
+    fn forward_scalar(&self, x: &[f32]) -> Vec<f32> {
+        let rows = x.len() / self.inputs;
+        let mut out = vec![0.0f32; rows * self.outputs];
+        for r in 0..rows {
+            for c in 0..self.outputs {
+                let (panel, column) = (c / PANEL, c % PANEL);
+                let mut sum = self.bias[c];
+                for k in 0..self.inputs {
+                    sum += x[r * self.inputs + k]
+                        * self.panels[(panel * self.inputs + k) * PANEL + column];
+                }
+                out[r * self.outputs + c] = sum;
+            }
+        }
+        out
+    }
+}
+
+/// The output buffer, shared by the tasks of one product (each writes its own part).
+struct Shared(*mut f32);
+
+// SAFETY: tasks write disjoint parts of the buffer (see `PackedF32::forward`).
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The float `offset` places into the buffer.
+    ///
+    /// # Safety
+    /// `offset` is inside the buffer's capacity.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn at(&self, offset: usize) -> *mut f32 {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.0.add(offset) }
+    }
+}
+
+/// One tile: `R` rows of `a` (row-major, `inputs` a row) by one packed panel, plus the panel's
+/// bias, stored at `dst` (row stride `stride` floats).
+///
+/// # Safety
+/// The CPU supports AVX-512 F; `a` holds `R` rows; `b` is one panel of `inputs` rows of 64;
+/// `bias` holds 64 floats; `dst` points at `R` rows of at least 64 writable floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile<const R: usize>(
+    a: &[f32],
+    inputs: usize,
+    b: &[f32],
+    bias: &[f32],
+    dst: *mut f32,
+    stride: usize,
+) {
+    use std::arch::x86_64::*;
+    debug_assert!(a.len() >= R * inputs && b.len() >= inputs * PANEL && bias.len() >= PANEL);
+    // SAFETY: 64 floats of `bias` (asserted above).
+    let start = unsafe { [0, 16, 32, 48].map(|j| _mm512_loadu_ps(bias.as_ptr().add(j))) };
+    let mut sums = [start; R];
+    let (a, b) = (a.as_ptr(), b.as_ptr());
+    for k in 0..inputs {
+        // SAFETY: input `k` of the panel is the 64 floats at `b + k * 64`, input `k` of row
+        // `r` the float at `a + r * inputs + k` (both within the bounds asserted above).
+        unsafe {
+            let at = b.add(k * PANEL);
+            let w = [0, 16, 32, 48].map(|j| _mm512_loadu_ps(at.add(j)));
+            for (r, row) in sums.iter_mut().enumerate() {
+                let x = _mm512_set1_ps(a.add(r * inputs + k).read());
+                for (sum, w) in row.iter_mut().zip(w) {
+                    *sum = _mm512_fmadd_ps(x, w, *sum);
+                }
+            }
+        }
+    }
+    for (r, row) in sums.iter().enumerate() {
+        for (j, sum) in row.iter().enumerate() {
+            // SAFETY: see the function's contract.
+            unsafe { _mm512_storeu_ps(dst.add(r * stride + j * 16), *sum) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::runnable;
+    use crate::products::{naive, random, relative_error};
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    #[test]
+    fn the_packed_layout_computes_the_product() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let (inputs, outputs) = (95, 128);
+        let w = random(&mut rng, inputs * outputs);
+        let bias = random(&mut rng, outputs);
+        let packed = PackedF32::pack_layout(&w, inputs, outputs, &bias).expect("fits");
+        let x = random(&mut rng, 7 * inputs);
+        let error = relative_error(
+            &packed.forward_scalar(&x),
+            &naive(&x, &w, &bias, inputs, outputs),
+        );
+        assert!(error < 1e-5, "relative error {error}");
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_refused() {
+        let w = vec![0.0f32; 2 * 60];
+        assert!(PackedF32::pack_layout(&w, 2, 60, &[0.0; 60]).is_none());
+        let w = vec![0.0f32; 3 * 64];
+        assert!(PackedF32::pack_layout(&w, 3, 64, &[0.0; 63]).is_none());
+        assert!(PackedF32::pack_layout(&w[1..], 3, 64, &[0.0; 64]).is_none());
+        assert!(PackedF32::pack_layout(&[], 0, 64, &[0.0; 64]).is_none());
+        assert!(PackedF32::pack_layout(&w, 3, 64, &[0.0; 64]).is_some());
+        assert_eq!(
+            PackedF32::pack(&w, 3, 64, &[0.0; 64]).is_some(),
+            supported()
+        );
+    }
+
+    /// The AVX-512 product against the scalar reading of the same packed weights and against
+    /// the plain product: every tile height (1 to 6 rows), row counts around a task's 48, an
+    /// odd number of inputs, several panels.
+    #[test]
+    fn each_variant_matches_the_scalar_product() {
+        let mut rng = StdRng::seed_from_u64(6);
+        for isa in runnable(&VARIANTS) {
+            for (inputs, outputs) in [(1, 64), (33, 64), (384, 192), (1536, 128)] {
+                let w = random(&mut rng, inputs * outputs);
+                let bias = random(&mut rng, outputs);
+                let packed = PackedF32::pack(&w, inputs, outputs, &bias)
+                    .unwrap_or_else(|| panic!("{} runs here and the shape fits", isa.name()));
+                assert_eq!((packed.inputs(), packed.outputs()), (inputs, outputs));
+                for rows in [1, 2, 3, 4, 5, 6, 7, 13, 47, 48, 49, 96, 100] {
+                    let x = random(&mut rng, rows * inputs);
+                    let got = packed.forward(&x).expect("whole rows");
+                    assert_eq!(got.len(), rows * outputs);
+                    let error = relative_error(&got, &packed.forward_scalar(&x));
+                    assert!(error < 1e-5, "{inputs}x{outputs}, rows {rows}: {error}");
+                    let error = relative_error(&got, &naive(&x, &w, &bias, inputs, outputs));
+                    assert!(
+                        error < 1e-5,
+                        "{inputs}x{outputs}, rows {rows}: {error} (plain)"
+                    );
+                }
+                if !5usize.is_multiple_of(inputs) {
+                    assert!(
+                        packed.forward(&[1.0; 5]).is_none(),
+                        "a partial row is refused"
+                    );
+                }
+                assert_eq!(packed.forward(&[]).map(|v| v.len()), Some(0));
+            }
+        }
+    }
+}
