@@ -9,7 +9,7 @@
 //! Layout. The weights are packed once, at load: for each panel of [`PANEL`] output columns,
 //! for each pair of inputs `p`, the panel's 64 columns as `(W[2p][c], W[2p+1][c])` pairs, so
 //! that one 64-byte load holds the pairs of 16 columns. The rows of `x` are rounded per call
-//! into row-major bfloat16, read as one 32-bit pair at a time and broadcast. A tile of [`TILE`]
+//! into row-major bfloat16, read as one 32-bit pair at a time and broadcast. A tile of six
 //! rows by one panel keeps its 24 sums in registers through the whole input dimension.
 //!
 //! AMX. Where the CPU also has AMX tiles for bfloat16 ([`amx_supported`]: AMX-TILE and
@@ -29,13 +29,10 @@ use half::bf16;
 use rayon::prelude::*;
 
 use crate::cpu::Isa;
+use crate::products::PANEL;
+#[cfg(target_arch = "x86_64")]
+use crate::products::{by_height, for_each_task, for_each_tile, SharedOut, ROWS_PER_TASK};
 
-/// Output columns per panel: four 16-lane registers.
-const PANEL: usize = 64;
-/// Rows per register tile (4 x 6 sums, 4 panel loads and one broadcast: 29 of 32 registers).
-const TILE: usize = 6;
-/// Rows per parallel task: a panel is read from cache for this many rows.
-const ROWS_PER_TASK: usize = 8 * TILE;
 /// AMX: rows of `x` per task (two tiles of 16).
 const AMX_ROWS: usize = 32;
 /// AMX: inputs per tile step (16 rows of 64 bytes, 32 bfloat16, in an `x` tile).
@@ -179,17 +176,17 @@ impl PackedDense {
             let rows = x.len() / self.inputs;
             let mut out = vec![0.0f32; rows * self.outputs];
             let a = to_bf16_rows(x, x.len());
-            let panels = self.outputs / PANEL;
-            let row_blocks = rows.div_ceil(ROWS_PER_TASK);
-            let out_ptr = SharedOut(out.as_mut_ptr());
-            (0..row_blocks * panels).into_par_iter().for_each(|task| {
-                let (block, panel) = (task / panels, task % panels);
-                let first = block * ROWS_PER_TASK;
-                let count = ROWS_PER_TASK.min(rows - first);
-                // SAFETY: a `PackedDense` exists only where `supported()` (`pack_with`); each
-                // task writes only its own rows of its own panel's columns, inside `out`.
-                unsafe { self.block(&a, first, count, panel, &out_ptr) };
-            });
+            let out_ptr = SharedOut::new(out.as_mut_ptr());
+            for_each_task(
+                rows,
+                self.outputs / PANEL,
+                ROWS_PER_TASK,
+                |first, count, panel| {
+                    // SAFETY: a `PackedDense` exists only where `supported()` (`pack_with`); each
+                    // task writes only its own rows of its own panel's columns, inside `out`.
+                    unsafe { self.block(&a, first, count, panel, &out_ptr) };
+                },
+            );
             Some(out)
         }
     }
@@ -201,33 +198,35 @@ impl PackedDense {
         let mut out = vec![0.0f32; rows * self.outputs];
         let blocks = rows.div_ceil(AMX_ROWS);
         let a = to_bf16_rows(x, blocks * AMX_ROWS * self.inputs);
-        let panels = self.outputs / PANEL;
         let pairs = self.inputs / 2;
-        let out_ptr = SharedOut(out.as_mut_ptr());
-        (0..blocks * panels).into_par_iter().for_each(|task| {
-            let (block, panel) = (task / panels, task % panels);
-            let first = block * AMX_ROWS;
-            let mut sums = [0.0f32; AMX_ROWS * PANEL];
-            let a_rows = &a[first * self.inputs..(first + AMX_ROWS) * self.inputs];
-            let b = &self.panels[panel * pairs * PANEL * 2..(panel + 1) * pairs * PANEL * 2];
-            // SAFETY: a `PackedDense` with `Isa::Amx` exists only where `amx_supported()`
-            // and the inputs are a multiple of `AMX_DEPTH` (`pack_with`); `a_rows` holds 32
-            // rows and `b` one whole panel.
-            unsafe { amx::panel(a_rows, self.inputs, b, &mut sums) };
-            let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
-            for r in 0..AMX_ROWS.min(rows - first) {
-                // SAFETY: each task writes only its own rows of its own panel's columns.
-                let dst = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        out_ptr.at((first + r) * self.outputs + panel * PANEL),
-                        PANEL,
-                    )
-                };
-                for ((d, s), b) in dst.iter_mut().zip(&sums[r * PANEL..]).zip(bias) {
-                    *d = s + b;
+        let out_ptr = SharedOut::new(out.as_mut_ptr());
+        for_each_task(
+            rows,
+            self.outputs / PANEL,
+            AMX_ROWS,
+            |first, count, panel| {
+                let mut sums = [0.0f32; AMX_ROWS * PANEL];
+                let a_rows = &a[first * self.inputs..(first + AMX_ROWS) * self.inputs];
+                let b = &self.panels[panel * pairs * PANEL * 2..(panel + 1) * pairs * PANEL * 2];
+                // SAFETY: a `PackedDense` with `Isa::Amx` exists only where `amx_supported()`
+                // and the inputs are a multiple of `AMX_DEPTH` (`pack_with`); `a_rows` holds 32
+                // rows and `b` one whole panel.
+                unsafe { amx::panel(a_rows, self.inputs, b, &mut sums) };
+                let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
+                for r in 0..count {
+                    // SAFETY: each task writes only its own rows of its own panel's columns.
+                    let dst = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            out_ptr.at((first + r) * self.outputs + panel * PANEL),
+                            PANEL,
+                        )
+                    };
+                    for ((d, s), b) in dst.iter_mut().zip(&sums[r * PANEL..]).zip(bias) {
+                        *d = s + b;
+                    }
                 }
-            }
-        });
+            },
+        );
         out
     }
 
@@ -241,24 +240,14 @@ impl PackedDense {
         let pairs = self.inputs / 2;
         let b = &self.panels[panel * pairs * PANEL * 2..(panel + 1) * pairs * PANEL * 2];
         let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
-        let mut row = first;
-        while row < first + count {
-            let take = TILE.min(first + count - row);
+        for_each_tile(first, count, |row, take| {
             let a_rows = &a[row * self.inputs..(row + take) * self.inputs];
             // SAFETY: the caller's guarantees; `out` holds `rows x outputs` floats.
             unsafe {
-                let dst = out.0.add(row * self.outputs + panel * PANEL);
-                match take {
-                    6 => tile::<6>(a_rows, pairs, b, bias, dst, self.outputs),
-                    5 => tile::<5>(a_rows, pairs, b, bias, dst, self.outputs),
-                    4 => tile::<4>(a_rows, pairs, b, bias, dst, self.outputs),
-                    3 => tile::<3>(a_rows, pairs, b, bias, dst, self.outputs),
-                    2 => tile::<2>(a_rows, pairs, b, bias, dst, self.outputs),
-                    _ => tile::<1>(a_rows, pairs, b, bias, dst, self.outputs),
-                }
+                let dst = out.at(row * self.outputs + panel * PANEL);
+                by_height!(take, tile(a_rows, pairs, b, bias, dst, self.outputs));
             }
-            row += take;
-        }
+        });
     }
 
     /// The same product read straight from the packed layout, one scalar at a time (tests).
@@ -284,24 +273,6 @@ impl PackedDense {
             }
         }
         out
-    }
-}
-
-/// The output buffer, shared by the tasks of one product (each writes its own part).
-struct SharedOut(*mut f32);
-
-// SAFETY: tasks write disjoint parts of the buffer (see `PackedDense::forward`).
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    /// The float `offset` places into the buffer.
-    ///
-    /// # Safety
-    /// `offset` is inside the buffer.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn at(&self, offset: usize) -> *mut f32 {
-        // SAFETY: the caller's guarantee.
-        unsafe { self.0.add(offset) }
     }
 }
 

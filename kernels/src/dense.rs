@@ -11,23 +11,17 @@
 //!
 //! Layout. The weights are packed once, at load: for each panel of [`PANEL`] output columns,
 //! the panel's 64 weights of input 0, then of input 1, and so on, so that one 64-byte load
-//! holds 16 columns of one input. A tile of [`TILE`] rows by one panel keeps its 24 sums in
+//! holds 16 columns of one input. A tile of six rows by one panel keeps its 24 sums in
 //! registers through the whole input dimension, each step four loads of the panel, one
 //! broadcast of each row's input and 24 multiply-adds. The sums start from the bias.
 //!
 //! A [`PackedF32`] exists only where the CPU runs AVX-512 F; the encoder keeps candle's matrix
 //! product elsewhere.
 
-use rayon::prelude::*;
-
 use crate::cpu::Isa;
-
-/// Output columns per panel: four 16-lane registers.
-const PANEL: usize = 64;
-/// Rows per register tile (4 x 6 sums, 4 panel loads and one broadcast: 29 of 32 registers).
-const TILE: usize = 6;
-/// Rows per parallel task: a panel is read from cache for this many rows.
-const ROWS_PER_TASK: usize = 8 * TILE;
+use crate::products::PANEL;
+#[cfg(target_arch = "x86_64")]
+use crate::products::{by_height, for_each_task, for_each_tile, SharedOut, ROWS_PER_TASK};
 
 /// The variants of [`PackedF32`]'s product (its plain loops are the tests' reference).
 pub const VARIANTS: [Isa; 1] = [Isa::Avx512];
@@ -105,17 +99,17 @@ impl PackedF32 {
             let rows = x.len() / self.inputs;
             let len = rows * self.outputs;
             let mut out: Vec<f32> = Vec::with_capacity(len);
-            let panels = self.outputs / PANEL;
-            let row_blocks = rows.div_ceil(ROWS_PER_TASK);
-            let out_ptr = Shared(out.as_mut_ptr());
-            (0..row_blocks * panels).into_par_iter().for_each(|task| {
-                let (block, panel) = (task / panels, task % panels);
-                let first = block * ROWS_PER_TASK;
-                let count = ROWS_PER_TASK.min(rows - first);
-                // SAFETY: a `PackedF32` exists only where `supported()` (`pack`); each task
-                // writes only its own rows of its own panel's columns, inside `out`'s capacity.
-                unsafe { self.block(x, first, count, panel, &out_ptr) };
-            });
+            let out_ptr = SharedOut::new(out.as_mut_ptr());
+            for_each_task(
+                rows,
+                self.outputs / PANEL,
+                ROWS_PER_TASK,
+                |first, count, panel| {
+                    // SAFETY: a `PackedF32` exists only where `supported()` (`pack`); each task
+                    // writes only its own rows of its own panel's columns, inside `out`'s capacity.
+                    unsafe { self.block(x, first, count, panel, &out_ptr) };
+                },
+            );
             // SAFETY: the tasks wrote every row of every panel: all `len` floats.
             unsafe { out.set_len(len) };
             Some(out)
@@ -128,28 +122,17 @@ impl PackedF32 {
     /// The CPU supports AVX-512 F; `first + count <= rows` of `x`; `out` points at room for
     /// the `rows x outputs` output, and no other thread writes these rows of this panel.
     #[cfg(target_arch = "x86_64")]
-    unsafe fn block(&self, x: &[f32], first: usize, count: usize, panel: usize, out: &Shared) {
+    unsafe fn block(&self, x: &[f32], first: usize, count: usize, panel: usize, out: &SharedOut) {
         let b = &self.panels[panel * self.inputs * PANEL..(panel + 1) * self.inputs * PANEL];
         let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
-        let mut row = first;
-        while row < first + count {
-            let take = TILE.min(first + count - row);
+        for_each_tile(first, count, |row, take| {
             let a = &x[row * self.inputs..(row + take) * self.inputs];
             // SAFETY: the caller's guarantees; `out` has room for `rows x outputs` floats.
             unsafe {
                 let dst = out.at(row * self.outputs + panel * PANEL);
-                let n = self.inputs;
-                match take {
-                    6 => tile::<6>(a, n, b, bias, dst, self.outputs),
-                    5 => tile::<5>(a, n, b, bias, dst, self.outputs),
-                    4 => tile::<4>(a, n, b, bias, dst, self.outputs),
-                    3 => tile::<3>(a, n, b, bias, dst, self.outputs),
-                    2 => tile::<2>(a, n, b, bias, dst, self.outputs),
-                    _ => tile::<1>(a, n, b, bias, dst, self.outputs),
-                }
+                by_height!(take, tile(a, self.inputs, b, bias, dst, self.outputs));
             }
-            row += take;
-        }
+        });
     }
 
     /// The same product read straight from the packed layout, one scalar at a time (tests).
@@ -169,24 +152,6 @@ impl PackedF32 {
             }
         }
         out
-    }
-}
-
-/// The output buffer, shared by the tasks of one product (each writes its own part).
-struct Shared(*mut f32);
-
-// SAFETY: tasks write disjoint parts of the buffer (see `PackedF32::forward`).
-unsafe impl Sync for Shared {}
-
-impl Shared {
-    /// The float `offset` places into the buffer.
-    ///
-    /// # Safety
-    /// `offset` is inside the buffer's capacity.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn at(&self, offset: usize) -> *mut f32 {
-        // SAFETY: the caller's guarantee.
-        unsafe { self.0.add(offset) }
     }
 }
 

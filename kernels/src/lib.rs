@@ -12,5 +12,4 @@ pub mod bf16;
 pub mod cpu;
 pub mod dense;
 pub mod f16;
-#[cfg(test)]
 mod products;

@@ -1,37 +1,131 @@
-//! What the tests of the matrix products share: random inputs, the plain product they are
-//! checked against, and the error measure.
+//! What the packed matrix products ([`crate::bf16`], [`crate::dense`]) share: the shape of a
+//! panel and of a register tile, the split of a product into parallel tasks, the output buffer
+//! those tasks share, and the choice of a tile's const-generic code by its height. The helpers
+//! of their tests are at the end.
 
-use rand::rngs::StdRng;
-use rand::Rng;
+use rayon::prelude::*;
 
-/// `len` values drawn uniformly from [-1, 1).
-pub(crate) fn random(rng: &mut StdRng, len: usize) -> Vec<f32> {
-    (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
-}
+/// Output columns per panel: four 16-lane registers.
+pub(crate) const PANEL: usize = 64;
+/// Rows per register tile (4 x 6 sums, 4 panel loads and one broadcast: 29 of 32 registers).
+pub(crate) const TILE: usize = 6;
+/// Rows per parallel task: a panel is read from cache for this many rows.
+pub(crate) const ROWS_PER_TASK: usize = 8 * TILE;
 
-/// `x (rows, inputs) · w (inputs, outputs) + bias`, one sum at a time.
-pub(crate) fn naive(x: &[f32], w: &[f32], bias: &[f32], inputs: usize, outputs: usize) -> Vec<f32> {
-    let rows = x.len() / inputs;
-    let mut out = vec![0.0f32; rows * outputs];
-    for r in 0..rows {
-        for c in 0..outputs {
-            let sum: f32 = (0..inputs)
-                .map(|k| x[r * inputs + k] * w[k * outputs + c])
-                .sum();
-            out[r * outputs + c] = sum + bias[c];
-        }
+/// The output buffer, shared by the tasks of one product (each writes its own part).
+pub(crate) struct SharedOut(*mut f32);
+
+// SAFETY: the tasks of one product write disjoint parts of the buffer ([`for_each_task`]).
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    pub(crate) fn new(buffer: *mut f32) -> Self {
+        SharedOut(buffer)
     }
-    out
+
+    /// The float `offset` places into the buffer.
+    ///
+    /// # Safety
+    /// `offset` is inside the buffer's allocation.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) unsafe fn at(&self, offset: usize) -> *mut f32 {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.0.add(offset) }
+    }
 }
 
-/// Largest difference relative to the largest magnitude of `expected`.
-pub(crate) fn relative_error(got: &[f32], expected: &[f32]) -> f32 {
-    let scale = expected
-        .iter()
-        .fold(0.0f32, |m, v| m.max(v.abs()))
-        .max(1e-6);
-    got.iter()
-        .zip(expected)
-        .fold(0.0f32, |m, (g, e)| m.max((g - e).abs()))
-        / scale
+/// Runs `task(first, count, panel)`, in parallel, for every block of `rows_per_task` rows
+/// (`count` of them, fewer in the last block) of a `rows`-row product and each of its `panels`
+/// panels: the tasks own disjoint rows of disjoint columns.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn for_each_task(
+    rows: usize,
+    panels: usize,
+    rows_per_task: usize,
+    task: impl Fn(usize, usize, usize) + Sync + Send,
+) {
+    let blocks = rows.div_ceil(rows_per_task);
+    (0..blocks * panels).into_par_iter().for_each(|index| {
+        let (block, panel) = (index / panels, index % panels);
+        let first = block * rows_per_task;
+        task(first, rows_per_task.min(rows - first), panel);
+    });
+}
+
+/// Runs `tile(row, take)` over rows `first..first + count` in steps of [`TILE`] rows (`take`
+/// of them, fewer at the end).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn for_each_tile(first: usize, count: usize, mut tile: impl FnMut(usize, usize)) {
+    let mut row = first;
+    while row < first + count {
+        let take = TILE.min(first + count - row);
+        tile(row, take);
+        row += take;
+    }
+}
+
+/// `$tile::<R>(args...)` with `R` the tile height `$take` (1 to [`TILE`]): each height is its
+/// own code, its sums a fixed array of registers.
+macro_rules! by_height {
+    ($take:expr, $tile:ident($($arg:expr),* $(,)?)) => {
+        match $take {
+            6 => $tile::<6>($($arg),*),
+            5 => $tile::<5>($($arg),*),
+            4 => $tile::<4>($($arg),*),
+            3 => $tile::<3>($($arg),*),
+            2 => $tile::<2>($($arg),*),
+            _ => $tile::<1>($($arg),*),
+        }
+    };
+}
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]
+pub(crate) use by_height;
+
+#[cfg(test)]
+pub(crate) use reference::{naive, random, relative_error};
+
+/// What the tests of the products share: random inputs, the plain product they are checked
+/// against, and the error measure.
+#[cfg(test)]
+mod reference {
+    use rand::rngs::StdRng;
+    use rand::Rng;
+
+    /// `len` values drawn uniformly from [-1, 1).
+    pub(crate) fn random(rng: &mut StdRng, len: usize) -> Vec<f32> {
+        (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+    }
+
+    /// `x (rows, inputs) · w (inputs, outputs) + bias`, one sum at a time.
+    pub(crate) fn naive(
+        x: &[f32],
+        w: &[f32],
+        bias: &[f32],
+        inputs: usize,
+        outputs: usize,
+    ) -> Vec<f32> {
+        let rows = x.len() / inputs;
+        let mut out = vec![0.0f32; rows * outputs];
+        for r in 0..rows {
+            for c in 0..outputs {
+                let sum: f32 = (0..inputs)
+                    .map(|k| x[r * inputs + k] * w[k * outputs + c])
+                    .sum();
+                out[r * outputs + c] = sum + bias[c];
+            }
+        }
+        out
+    }
+
+    /// Largest difference relative to the largest magnitude of `expected`.
+    pub(crate) fn relative_error(got: &[f32], expected: &[f32]) -> f32 {
+        let scale = expected
+            .iter()
+            .fold(0.0f32, |m, v| m.max(v.abs()))
+            .max(1e-6);
+        got.iter()
+            .zip(expected)
+            .fold(0.0f32, |m, (g, e)| m.max((g - e).abs()))
+            / scale
+    }
 }
