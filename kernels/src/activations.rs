@@ -29,19 +29,14 @@ pub(crate) fn widest() -> Isa {
     }
 }
 
-/// `out[i] = gelu(src[i])`, `x * Φ(x)`, within 1e-6 (relative to 1 + |x|) of the exact value.
-/// `out` and `src` have the same length.
-pub fn gelu(src: &[f32], out: &mut [f32]) {
-    gelu_with(widest(), src, out)
+/// `x * Φ(x)` in place of every `x` of `values`, within 1e-6 (relative to 1 + |x|) of the
+/// exact value. In place: the encoder applies it to a product's output, which it owns.
+pub fn gelu(values: &mut [f32]) {
+    gelu_with(widest(), values)
 }
 
 /// [`gelu`] compiled for `isa` (one of [`VARIANTS`]; panics where the CPU cannot run it).
-pub fn gelu_with(isa: Isa, src: &[f32], out: &mut [f32]) {
-    assert_eq!(
-        src.len(),
-        out.len(),
-        "gelu: input and output lengths differ"
-    );
+pub fn gelu_with(isa: Isa, values: &mut [f32]) {
     assert!(
         isa.available(),
         "gelu: this CPU does not run {}",
@@ -51,14 +46,14 @@ pub fn gelu_with(isa: Isa, src: &[f32], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             // SAFETY: `available()` checked AVX-512 F.
-            unsafe { gelu_avx512(src, out) }
+            unsafe { gelu_avx512(values) }
         }
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => {
             // SAFETY: `available()` checked AVX2 and FMA.
-            unsafe { gelu_avx2(src, out) }
+            unsafe { gelu_avx2(values) }
         }
-        Isa::Baseline => gelu_body(src, out),
+        Isa::Baseline => gelu_body(values),
         other => unreachable!("gelu has no {} variant", other.name()),
     }
 }
@@ -102,16 +97,16 @@ pub fn masked_softmax_with(isa: Isa, scores: &[f32], mask: &[f32], out: &mut [f3
 /// The CPU supports AVX-512 F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn gelu_avx512(src: &[f32], out: &mut [f32]) {
-    gelu_body(src, out)
+unsafe fn gelu_avx512(values: &mut [f32]) {
+    gelu_body(values)
 }
 
 /// # Safety
 /// The CPU supports AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn gelu_avx2(src: &[f32], out: &mut [f32]) {
-    gelu_body(src, out)
+unsafe fn gelu_avx2(values: &mut [f32]) {
+    gelu_body(values)
 }
 
 /// # Safety
@@ -131,9 +126,9 @@ unsafe fn softmax_avx2(scores: &[f32], mask: &[f32], out: &mut [f32]) {
 }
 
 #[inline(always)]
-fn gelu_body(src: &[f32], out: &mut [f32]) {
-    for (o, &x) in out.iter_mut().zip(src) {
-        *o = gelu_one(x);
+fn gelu_body(values: &mut [f32]) {
+    for x in values.iter_mut() {
+        *x = gelu_one(*x);
     }
 }
 
@@ -244,13 +239,13 @@ mod tests {
     #[test]
     fn gelu_variants_agree_with_the_plain_loop() {
         let src: Vec<f32> = (-1_000..=1_000).map(|i| i as f32 * 0.013).collect();
-        let mut plain = vec![0.0; src.len()];
-        gelu_body(&src, &mut plain);
+        let mut plain = src.clone();
+        gelu_body(&mut plain);
         let variants = runnable(&VARIANTS);
         assert!(variants.contains(&Isa::Baseline));
         for isa in variants {
-            let mut got = vec![0.0; src.len()];
-            gelu_with(isa, &src, &mut got);
+            let mut got = src.clone();
+            gelu_with(isa, &mut got);
             for ((x, a), b) in src.iter().zip(&got).zip(&plain) {
                 assert!(
                     (a - b).abs() <= 1e-6 * (1.0 + x.abs()),
@@ -259,8 +254,8 @@ mod tests {
                 );
             }
         }
-        let mut chosen = vec![0.0; src.len()];
-        gelu(&src, &mut chosen);
+        let mut chosen = src.clone();
+        gelu(&mut chosen);
         assert!(chosen
             .iter()
             .zip(&plain)

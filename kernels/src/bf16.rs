@@ -32,6 +32,8 @@ use crate::cpu::Isa;
 use crate::products::PANEL;
 #[cfg(target_arch = "x86_64")]
 use crate::products::{by_height, for_each_task, for_each_tile, SharedOut, ROWS_PER_TASK};
+#[cfg(target_arch = "x86_64")]
+use std::mem::MaybeUninit;
 
 /// AMX: rows of `x` per task (two tiles of 16).
 const AMX_ROWS: usize = 32;
@@ -174,7 +176,8 @@ impl PackedDense {
                 return Some(self.forward_amx(x));
             }
             let rows = x.len() / self.inputs;
-            let mut out = vec![0.0f32; rows * self.outputs];
+            let len = rows * self.outputs;
+            let mut out: Vec<f32> = Vec::with_capacity(len);
             let a = to_bf16_rows(x, x.len());
             let out_ptr = SharedOut::new(out.as_mut_ptr());
             for_each_task(
@@ -183,10 +186,13 @@ impl PackedDense {
                 ROWS_PER_TASK,
                 |first, count, panel| {
                     // SAFETY: a `PackedDense` exists only where `supported()` (`pack_with`); each
-                    // task writes only its own rows of its own panel's columns, inside `out`.
+                    // task writes only its own rows of its own panel's columns, inside `out`'s
+                    // capacity.
                     unsafe { self.block(&a, first, count, panel, &out_ptr) };
                 },
             );
+            // SAFETY: the tasks wrote every row of every panel: all `len` floats.
+            unsafe { out.set_len(len) };
             Some(out)
         }
     }
@@ -195,7 +201,8 @@ impl PackedDense {
     #[cfg(target_arch = "x86_64")]
     fn forward_amx(&self, x: &[f32]) -> Vec<f32> {
         let rows = x.len() / self.inputs;
-        let mut out = vec![0.0f32; rows * self.outputs];
+        let len = rows * self.outputs;
+        let mut out: Vec<f32> = Vec::with_capacity(len);
         let blocks = rows.div_ceil(AMX_ROWS);
         let a = to_bf16_rows(x, blocks * AMX_ROWS * self.inputs);
         let pairs = self.inputs / 2;
@@ -214,19 +221,25 @@ impl PackedDense {
                 unsafe { amx::panel(a_rows, self.inputs, b, &mut sums) };
                 let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
                 for r in 0..count {
-                    // SAFETY: each task writes only its own rows of its own panel's columns.
+                    // SAFETY: each task writes only its own rows of its own panel's columns,
+                    // inside `out`'s capacity (not yet initialised: hence `MaybeUninit`).
                     let dst = unsafe {
                         std::slice::from_raw_parts_mut(
-                            out_ptr.at((first + r) * self.outputs + panel * PANEL),
+                            out_ptr
+                                .at((first + r) * self.outputs + panel * PANEL)
+                                .cast::<MaybeUninit<f32>>(),
                             PANEL,
                         )
                     };
                     for ((d, s), b) in dst.iter_mut().zip(&sums[r * PANEL..]).zip(bias) {
-                        *d = s + b;
+                        *d = MaybeUninit::new(s + b);
                     }
                 }
             },
         );
+        // SAFETY: the tasks wrote every row (`count` of each block) of every panel: all `len`
+        // floats.
+        unsafe { out.set_len(len) };
         out
     }
 
@@ -277,23 +290,30 @@ impl PackedDense {
 }
 
 /// `x` rounded to bfloat16 (round to nearest even), in the same row-major order, followed by
-/// zeros up to `len` halves.
+/// zeros up to `len` halves. Only the padding is zeroed: the rest is written once, rounded.
 #[cfg(target_arch = "x86_64")]
 fn to_bf16_rows(x: &[f32], len: usize) -> Vec<u16> {
-    let mut out = vec![0u16; len.max(x.len())];
-    out[..x.len()]
+    let len = len.max(x.len());
+    let mut out: Vec<u16> = Vec::with_capacity(len);
+    let (rounded, padding) = out.spare_capacity_mut()[..len].split_at_mut(x.len());
+    padding.fill(MaybeUninit::new(0));
+    rounded
         .par_chunks_mut(16 * 1024)
         .zip(x.par_chunks(16 * 1024))
         // SAFETY: only called from `forward`, which runs where `supported()`.
         .for_each(|(out, x)| unsafe { round_bf16(x, out) });
+    // SAFETY: `round_bf16` wrote one half for each of `x`, and the padding is zeros.
+    unsafe { out.set_len(len) };
     out
 }
 
+/// Writes `out[i]`, `x[i]` rounded, for every `i` of `x` (`out` as long as `x`).
+///
 /// # Safety
 /// The CPU supports AVX-512 F and BF16.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn round_bf16(x: &[f32], out: &mut [u16]) {
+unsafe fn round_bf16(x: &[f32], out: &mut [MaybeUninit<u16>]) {
     use std::arch::x86_64::*;
     let (blocks, rest) = x.as_chunks::<16>();
     let (out_blocks, out_rest) = out.as_chunks_mut::<16>();
@@ -308,7 +328,7 @@ unsafe fn round_bf16(x: &[f32], out: &mut [u16]) {
         }
     }
     for (src, dst) in rest.iter().zip(out_rest) {
-        *dst = half::bf16::from_f32(*src).to_bits();
+        dst.write(half::bf16::from_f32(*src).to_bits());
     }
 }
 

@@ -12,4 +12,5 @@ pub mod bf16;
 pub mod cpu;
 pub mod dense;
 pub mod f16;
+pub mod norm;
 mod products;

@@ -2,24 +2,28 @@
 //! inference only.
 //!
 //! Why not `candle-transformers`' BERT: its GELU calls a scalar `erf` per element, which `perf`
-//! put at 12 % of a chunk's encoding on 2 cores; here GELU is one vectorised pass ([`Gelu`],
-//! `memvault_kernels::activations`, compiled for the widest vectors the CPU has).
+//! put at 12 % of a chunk's encoding on 2 cores; here GELU is one vectorised pass
+//! (`memvault_kernels::activations`, compiled for the widest vectors the CPU has), in place
+//! on the product's own output ([`Dense::forward_gelu`]).
 //! It also runs three matrix products for query, key and value and scales the scores
 //! afterwards; here the three are one product with the scale folded into the query weights at
 //! load time; attention (scores, the masked softmax, the weighted values) is one pass over
 //! that product ([`Attention`], `memvault_kernels::attention`) instead of two small matrix
-//! products per text and head, which made a batch slower per text than a single text; and the weights are kept transposed ([`Dense`]), which spares the
-//! matrix product a repacking on every call. The arithmetic is otherwise the same, and a test
-//! holds the vectors to the reference model's.
+//! products per text and head, which made a batch slower per text than a single text; the
+//! residual sums and layer norms are one pass each ([`AddNorm`], `memvault_kernels::norm`)
+//! instead of candle's sum and norm; and the weights are kept transposed ([`Dense`]), which
+//! spares the matrix product a repacking on every call. The arithmetic is otherwise the same,
+//! and a test holds the vectors to the reference model's.
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Module, Result, Shape, Tensor};
-use candle_nn::{layer_norm, LayerNorm, VarBuilder};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
+use candle_nn::VarBuilder;
 use rayon::prelude::*;
 
 use crate::config::EmbeddingPrecision;
 use memvault_kernels::bf16::{self, PackedDense};
 use memvault_kernels::cpu::Isa;
 use memvault_kernels::dense::{self, PackedF32};
+use memvault_kernels::norm::{self, LayerNorm};
 use memvault_kernels::{activations, attention};
 use serde::Deserialize;
 
@@ -43,10 +47,10 @@ struct Layer {
     /// Query (pre-scaled), key and value in one product: hidden -> 3 x hidden.
     qkv: Dense,
     attention_out: Dense,
-    attention_norm: LayerNorm,
+    attention_norm: AddNorm,
     up: Dense,
     down: Dense,
-    output_norm: LayerNorm,
+    output_norm: AddNorm,
 }
 
 /// Which kernel the fully connected layers multiply with, chosen once for the process
@@ -195,8 +199,18 @@ impl Dense {
                     .broadcast_add(bias)?
                     .reshape(dims)
             }
-            Dense::F32(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp(packed)),
-            Dense::Bf16(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp(packed)),
+            Dense::F32(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp::new(packed)),
+            Dense::Bf16(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp::new(packed)),
+        }
+    }
+
+    /// GELU of [`Dense::forward`]. The packed kernels' output is the op's own buffer, so GELU
+    /// runs in place there: no second buffer to allocate and fill.
+    fn forward_gelu(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Dense::Candle { .. } => self.forward(x)?.apply_op1_no_bwd(&Gelu),
+            Dense::F32(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp::gelu(packed)),
+            Dense::Bf16(packed) => x.contiguous()?.apply_op1_no_bwd(&PackedOp::gelu(packed)),
         }
     }
 }
@@ -232,12 +246,35 @@ impl Packed for PackedF32 {
     }
 }
 
-/// A packed product as a tensor operation.
-struct PackedOp<'a>(&'a dyn Packed);
+/// A packed product as a tensor operation, optionally followed by GELU.
+struct PackedOp<'a> {
+    product: &'a dyn Packed,
+    gelu: bool,
+}
+
+impl<'a> PackedOp<'a> {
+    fn new(product: &'a dyn Packed) -> Self {
+        PackedOp {
+            product,
+            gelu: false,
+        }
+    }
+
+    fn gelu(product: &'a dyn Packed) -> Self {
+        PackedOp {
+            product,
+            gelu: true,
+        }
+    }
+}
 
 impl CustomOp1 for PackedOp<'_> {
     fn name(&self) -> &'static str {
-        "dense-packed"
+        if self.gelu {
+            "dense-packed-gelu"
+        } else {
+            "dense-packed"
+        }
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
@@ -246,17 +283,20 @@ impl CustomOp1 for PackedOp<'_> {
             candle_core::bail!("a packed dense layer takes a contiguous f32 tensor");
         };
         let mut dims = layout.shape().dims().to_vec();
-        if dims.pop() != Some(self.0.inputs()) {
+        if dims.pop() != Some(self.product.inputs()) {
             candle_core::bail!(
                 "a packed dense layer of {} inputs got {:?}",
-                self.0.inputs(),
+                self.product.inputs(),
                 layout.shape()
             );
         }
-        dims.push(self.0.outputs());
-        let Some(out) = self.0.forward(&values[start..end]) else {
+        dims.push(self.product.outputs());
+        let Some(mut out) = self.product.forward(&values[start..end]) else {
             candle_core::bail!("a packed dense layer got a partial row");
         };
+        if self.gelu {
+            gelu_in_place(&mut out);
+        }
         Ok((CpuStorage::F32(out), Shape::from(dims)))
     }
 }
@@ -265,7 +305,7 @@ pub struct Encoder {
     words: Tensor,
     /// Position embeddings plus the (only used) token type 0 embedding.
     positions: Tensor,
-    embedding_norm: LayerNorm,
+    embedding_norm: AddNorm,
     layers: Vec<Layer>,
     heads: usize,
 }
@@ -294,7 +334,7 @@ impl Encoder {
             .pp("position_embeddings")
             .get((config.max_position_embeddings, hidden), "weight")?
             .broadcast_add(&token_type)?;
-        let embedding_norm = layer_norm(hidden, eps, embeddings.pp("LayerNorm"))?;
+        let embedding_norm = AddNorm::load(hidden, eps, embeddings.pp("LayerNorm"))?;
         let scale = 1.0 / ((hidden / heads) as f64).sqrt();
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for index in 0..config.num_hidden_layers {
@@ -320,7 +360,7 @@ impl Encoder {
                     attention.pp("output").pp("dense"),
                     products,
                 )?,
-                attention_norm: layer_norm(hidden, eps, attention.pp("output").pp("LayerNorm"))?,
+                attention_norm: AddNorm::load(hidden, eps, attention.pp("output").pp("LayerNorm"))?,
                 up: Dense::load(
                     hidden,
                     config.intermediate_size,
@@ -333,7 +373,7 @@ impl Encoder {
                     vb.pp("output").pp("dense"),
                     products,
                 )?,
-                output_norm: layer_norm(hidden, eps, vb.pp("output").pp("LayerNorm"))?,
+                output_norm: AddNorm::load(hidden, eps, vb.pp("output").pp("LayerNorm"))?,
             });
         }
         Ok(Encoder {
@@ -366,7 +406,7 @@ impl Encoder {
         let positions = self
             .positions
             .index_select(&Tensor::new(positions.as_slice(), device)?, 0)?;
-        let mut x = self.embedding_norm.forward(&(words + positions)?)?;
+        let mut x = self.embedding_norm.forward(&words, &positions)?;
         let hidden = self.words.dim(1)?;
         let attention = Attention {
             heads: self.heads,
@@ -377,11 +417,9 @@ impl Encoder {
             let context = layer.qkv.forward(&x)?.apply_op1_no_bwd(&attention)?;
             let x1 = layer
                 .attention_norm
-                .forward(&(layer.attention_out.forward(&context)? + &x)?)?;
-            let up = layer.up.forward(&x1)?.apply_op1_no_bwd(&Gelu)?;
-            x = layer
-                .output_norm
-                .forward(&(layer.down.forward(&up)? + &x1)?)?;
+                .forward(&layer.attention_out.forward(&context)?, &x)?;
+            let up = layer.up.forward_gelu(&x1)?;
+            x = layer.output_norm.forward(&layer.down.forward(&up)?, &x1)?;
         }
         Ok(x)
     }
@@ -419,14 +457,78 @@ impl CustomOp1 for Gelu {
         else {
             candle_core::bail!("gelu takes a contiguous f32 tensor");
         };
-        let src = &values[start..end];
-        let mut out = vec![0.0f32; src.len()];
-        out.par_chunks_mut(PAR_BLOCK)
-            .zip(src.par_chunks(PAR_BLOCK))
-            .for_each(|(out, src)| {
-                activations::gelu(src, out);
-            });
+        let mut out = values[start..end].to_vec();
+        gelu_in_place(&mut out);
         Ok((CpuStorage::F32(out), layout.shape().clone()))
+    }
+}
+
+/// [`activations::gelu`] in parallel blocks.
+fn gelu_in_place(values: &mut [f32]) {
+    values.par_chunks_mut(PAR_BLOCK).for_each(activations::gelu);
+}
+
+/// Layer normalisation of the sum of a layer's output and its input (the residual), in one
+/// pass ([`norm::add_layer_norm`]): `LN(x + residual)` for `(tokens, hidden)` tensors.
+struct AddNorm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    eps: f32,
+}
+
+impl AddNorm {
+    fn load(size: usize, eps: f64, vb: VarBuilder) -> Result<Self> {
+        Ok(AddNorm {
+            gamma: vb.get(size, "weight")?.to_vec1::<f32>()?,
+            beta: vb.get(size, "bias")?.to_vec1::<f32>()?,
+            eps: eps as f32,
+        })
+    }
+
+    fn forward(&self, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
+        x.apply_op2_no_bwd(residual, self)
+    }
+}
+
+impl CustomOp2 for AddNorm {
+    fn name(&self) -> &'static str {
+        "add-layer-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (
+            CpuStorage::F32(x),
+            CpuStorage::F32(residual),
+            Some((x_start, x_end)),
+            Some((r_start, r_end)),
+        ) = (s1, s2, l1.contiguous_offsets(), l2.contiguous_offsets())
+        else {
+            candle_core::bail!("a layer norm takes contiguous f32 tensors");
+        };
+        if l1.shape() != l2.shape() || l1.shape().dims().last() != Some(&self.gamma.len()) {
+            candle_core::bail!(
+                "a layer norm of {} columns got {:?} and {:?}",
+                self.gamma.len(),
+                l1.shape(),
+                l2.shape()
+            );
+        }
+        let out = norm::add_layer_norm(
+            &x[x_start..x_end],
+            &residual[r_start..r_end],
+            LayerNorm {
+                gamma: &self.gamma,
+                beta: &self.beta,
+                eps: self.eps,
+            },
+        );
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 }
 

@@ -2,7 +2,7 @@
 //! `sql_store!`. Both accept `$N` placeholders; dialect differences are kept out of the SQL
 //! (integer timestamps, empty-string "none", `ON CONFLICT DO NOTHING ... RETURNING`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use sqlx::{FromRow, QueryBuilder};
@@ -32,6 +32,14 @@ macro_rules! memory_columns_m {
          m.version, m.is_current, m.root_id, m.supersedes_id, m.valid_from, m.valid_until, \
          m.created_at, m.updated_at, m.flagged_wrong, m.helpful_count, m.not_helpful_count, \
          m.origin_id, m.thread, m.speaker"
+    };
+}
+
+/// What storing a memory's vector does when it has one already: replaces it.
+macro_rules! upsert_vector_tail {
+    () => {
+        "ON CONFLICT (memory_id) DO UPDATE SET model = excluded.model, dims = excluded.dims, \
+         vector = excluded.vector, created_at = excluded.created_at"
     };
 }
 
@@ -234,6 +242,9 @@ fn feedback_update(rating: Rating) -> &'static str {
 
 /// Most new memories one commit carries (group commit).
 const INSERT_BATCH: usize = 64;
+/// Most rows one multi-row insert carries: 19 parameters a memory, far under SQLite's limit
+/// (32,766) and PostgreSQL's (65,535).
+const ROWS_PER_STATEMENT: usize = 64;
 
 /// A new memory waiting for the group commit, with where to send its outcome.
 struct InsertJob {
@@ -272,7 +283,15 @@ macro_rules! sql_store {
                 while queue.recv_many(&mut batch, INSERT_BATCH).await > 0 {
                     let jobs = std::mem::take(&mut batch);
                     let memories: Vec<&NewMemory> = jobs.iter().map(|job| &job.memory).collect();
-                    match Self::insert_batch(&writer, &memories).await {
+                    let started = std::time::Instant::now();
+                    let committed = Self::insert_batch(&writer, &memories).await;
+                    tracing::debug!(
+                        memories = memories.len(),
+                        commit_ms = started.elapsed().as_secs_f64() * 1e3,
+                        failed = committed.is_err(),
+                        "group commit"
+                    );
+                    match committed {
                         Ok(rows) => {
                             for (job, row) in jobs.into_iter().zip(rows) {
                                 let _ = job.reply.send(Ok(row));
@@ -299,17 +318,83 @@ macro_rules! sql_store {
                 Ok(row)
             }
 
+            /// New memories (first versions) and their vectors in one transaction, as
+            /// [`Self::insert_version`] inserts one, but a statement for up to
+            /// [`ROWS_PER_STATEMENT`] of them: each statement is a round trip to the database
+            /// (for SQLite, to its connection's thread), and a commit of 7 memories took 16 of
+            /// them (docs/BENCHMARKS.md). `None` for each memory the dedup index refused.
             async fn insert_batch(
                 writer: &sqlx::Pool<$db>,
                 memories: &[&NewMemory],
             ) -> StoreResult<Vec<Option<MemoryRow>>> {
                 let mut tx = writer.begin().await?;
-                let mut rows = Vec::with_capacity(memories.len());
-                for m in memories {
-                    rows.push(Self::insert_version(&mut tx, m, 1, m.id, None).await?);
+                let mut inserted: HashMap<Uuid, MemoryRow> =
+                    HashMap::with_capacity(memories.len());
+                for chunk in memories.chunks(ROWS_PER_STATEMENT) {
+                    let mut insert = QueryBuilder::<$db>::new(
+                        "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, \
+                         content_hash, source, category, scope, project, version, is_current, \
+                         root_id, supersedes_id, valid_from, valid_until, created_at, updated_at, \
+                         origin_id, thread, speaker) ",
+                    );
+                    insert.push_values(chunk, |mut row, m| {
+                        let norm = m.content_norm();
+                        let hash = content_hash(&norm);
+                        row.push_bind(m.id)
+                            .push_bind(m.workspace_id)
+                            .push_bind(m.user_id.clone())
+                            .push_bind(m.content.clone())
+                            .push_bind(norm)
+                            .push_bind(hash)
+                            .push_bind(m.source.as_str())
+                            .push_bind(m.category.as_str())
+                            .push_bind(m.scope.clone())
+                            .push_bind(m.project.clone())
+                            .push_bind(1i64)
+                            .push("TRUE")
+                            .push_bind(m.id)
+                            .push_bind(None::<Uuid>)
+                            .push_bind(m.valid_from.map(to_micros))
+                            .push_bind(m.valid_until.map(to_micros))
+                            .push_bind(to_micros(m.created_at))
+                            .push_bind(to_micros(m.created_at))
+                            .push_bind(m.origin_id)
+                            .push_bind(m.thread.clone())
+                            .push_bind(m.speaker.clone());
+                    });
+                    insert.push(concat!(" ON CONFLICT DO NOTHING RETURNING ", memory_columns!()));
+                    let rows = insert
+                        .build_query_as::<MemoryRow>()
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(StorageError::from_db)?;
+                    inserted.extend(rows.into_iter().map(|row| (row.id, row)));
+                    let vectors: Vec<(&NewMemory, &Embedded)> = chunk
+                        .iter()
+                        .filter(|m| inserted.contains_key(&m.id))
+                        .filter_map(|m| Some((*m, m.embedding.as_ref()?)))
+                        .collect();
+                    if vectors.is_empty() {
+                        continue;
+                    }
+                    let mut put = QueryBuilder::<$db>::new(
+                        "INSERT INTO memory_vectors (memory_id, model, dims, vector, created_at) ",
+                    );
+                    put.push_values(vectors, |mut row, (m, embedded)| {
+                        row.push_bind(m.id)
+                            .push_bind(embedded.model.to_string())
+                            .push_bind(embedded.vector.len() as i64)
+                            .push_bind(embedding::to_bytes(&embedded.vector))
+                            .push_bind(to_micros(m.created_at));
+                    });
+                    put.push(concat!(" ", upsert_vector_tail!()));
+                    put.build()
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StorageError::from_db)?;
                 }
                 tx.commit().await?;
-                Ok(rows)
+                Ok(memories.iter().map(|m| inserted.remove(&m.id)).collect())
             }
 
             fn push_list_filters(qb: &mut QueryBuilder<$db>, f: &ListFilter) {
@@ -404,12 +489,11 @@ macro_rules! sql_store {
                 embedded: &Embedded,
                 at_micros: i64,
             ) -> StoreResult<()> {
-                sqlx::query(
+                sqlx::query(concat!(
                     "INSERT INTO memory_vectors (memory_id, model, dims, vector, created_at) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (memory_id) DO UPDATE SET \
-                     model = excluded.model, dims = excluded.dims, vector = excluded.vector, \
-                     created_at = excluded.created_at",
-                )
+                     VALUES ($1, $2, $3, $4, $5) ",
+                    upsert_vector_tail!()
+                ))
                 .bind(id)
                 .bind(&*embedded.model)
                 .bind(embedded.vector.len() as i64)

@@ -197,6 +197,54 @@ async fn insert_memories_stores_each_and_refuses_duplicates() {
         .unwrap()
         .is_none());
     assert!(app.store.insert_memories(&[]).await.is_empty());
+
+    // More memories than one statement carries, each with its vector but one, and one refused
+    // as a duplicate of an earlier one in the same batch: the vectors stored are those of the
+    // memories stored, each its own.
+    let vector = |i: usize| -> Vec<f32> { (0..4).map(|d| (i * 4 + d) as f32).collect() };
+    let mut many: Vec<NewMemory> = (0..150)
+        .map(|i| {
+            let mut m = new(&format!("Reading number {i} of the meter."), "meters");
+            m.embedding = (i != 7).then(|| memvault::model::Embedded {
+                model: "test-model".into(),
+                vector: vector(i).into(),
+            });
+            m
+        })
+        .collect();
+    many[140].content = many[3].content.clone();
+    let rows = app.store.insert_memories(&many).await;
+    assert_eq!(rows.len(), 150);
+    for (i, row) in rows.iter().enumerate() {
+        let row = row.as_ref().unwrap();
+        match i {
+            140 => assert!(row.is_none(), "{row:?}"),
+            _ => assert_eq!(row.as_ref().map(|m| m.id), Some(many[i].id)),
+        }
+    }
+    let mut stored = std::collections::HashMap::new();
+    let mut after = 0;
+    loop {
+        let page = app
+            .store
+            .current_memories_page(Some(app.workspace_id), after, 100)
+            .await
+            .unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        stored.extend(page.into_iter().map(|m| (m.memory.id, m.vector)));
+    }
+    for (i, m) in many.iter().enumerate() {
+        match i {
+            140 => assert!(!stored.contains_key(&m.id)),
+            7 => assert_eq!(stored[&m.id], None),
+            _ => assert_eq!(
+                stored[&m.id],
+                Some(("test-model".to_string(), vector(i))),
+                "memory {i}"
+            ),
+        }
+    }
 }
 
 #[tokio::test]
