@@ -43,12 +43,20 @@ macro_rules! upsert_vector_tail {
     };
 }
 
+/// The columns a new memory row is written with, in the order of [`INSERT_MEMORY`]'s values
+/// and of the multi-row insert's (`insert_batch`).
+macro_rules! insert_memory_columns {
+    () => {
+        "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, content_hash, \
+         source, category, scope, project, version, is_current, root_id, supersedes_id, \
+         valid_from, valid_until, created_at, updated_at, origin_id, thread, speaker) "
+    };
+}
+
 const INSERT_MEMORY: &str = concat!(
-    "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, content_hash, \
-     source, category, scope, project, version, is_current, root_id, supersedes_id, valid_from, \
-     valid_until, created_at, updated_at, origin_id, thread, speaker) VALUES ($1, $2, $3, $4, $5, \
-     $6, $7, $8, $9, $10, $11, TRUE, $12, $13, $14, $15, $16, $16, $17, $18, $19) ON CONFLICT DO \
-     NOTHING RETURNING ",
+    insert_memory_columns!(),
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, TRUE, $12, $13, $14, $15, $16, $16, \
+     $17, $18, $19) ON CONFLICT DO NOTHING RETURNING ",
     memory_columns!()
 );
 
@@ -331,12 +339,7 @@ macro_rules! sql_store {
                 let mut inserted: HashMap<Uuid, MemoryRow> =
                     HashMap::with_capacity(memories.len());
                 for chunk in memories.chunks(ROWS_PER_STATEMENT) {
-                    let mut insert = QueryBuilder::<$db>::new(
-                        "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, \
-                         content_hash, source, category, scope, project, version, is_current, \
-                         root_id, supersedes_id, valid_from, valid_until, created_at, updated_at, \
-                         origin_id, thread, speaker) ",
-                    );
+                    let mut insert = QueryBuilder::<$db>::new(insert_memory_columns!());
                     insert.push_values(chunk, |mut row, m| {
                         let norm = m.content_norm();
                         let hash = content_hash(&norm);
