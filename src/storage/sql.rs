@@ -43,23 +43,6 @@ macro_rules! upsert_vector_tail {
     };
 }
 
-/// The columns a new memory row is written with, in the order of [`INSERT_MEMORY`]'s values
-/// and of the multi-row insert's (`insert_batch`).
-macro_rules! insert_memory_columns {
-    () => {
-        "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, content_hash, \
-         source, category, scope, project, version, is_current, root_id, supersedes_id, \
-         valid_from, valid_until, created_at, updated_at, origin_id, thread, speaker) "
-    };
-}
-
-const INSERT_MEMORY: &str = concat!(
-    insert_memory_columns!(),
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, TRUE, $12, $13, $14, $15, $16, $16, \
-     $17, $18, $19) ON CONFLICT DO NOTHING RETURNING ",
-    memory_columns!()
-);
-
 #[derive(FromRow)]
 struct MemoryRow {
     id: Uuid,
@@ -329,8 +312,9 @@ macro_rules! sql_store {
             /// New memories (first versions) and their vectors in one transaction, as
             /// [`Self::insert_version`] inserts one, but a statement for up to
             /// [`ROWS_PER_STATEMENT`] of them: each statement is a round trip to the database
-            /// (for SQLite, to its connection's thread), and a commit of 7 memories took 16 of
-            /// them (docs/BENCHMARKS.md). `None` for each memory the dedup index refused.
+            /// (for SQLite, to its connection's thread), and two statements a memory made a
+            /// commit of 7 memories 16 round trips. `None` for each memory the dedup index
+            /// refused.
             async fn insert_batch(
                 writer: &sqlx::Pool<$db>,
                 memories: &[&NewMemory],
@@ -339,33 +323,9 @@ macro_rules! sql_store {
                 let mut inserted: HashMap<Uuid, MemoryRow> =
                     HashMap::with_capacity(memories.len());
                 for chunk in memories.chunks(ROWS_PER_STATEMENT) {
-                    let mut insert = QueryBuilder::<$db>::new(insert_memory_columns!());
-                    insert.push_values(chunk, |mut row, m| {
-                        let norm = m.content_norm();
-                        let hash = content_hash(&norm);
-                        row.push_bind(m.id)
-                            .push_bind(m.workspace_id)
-                            .push_bind(m.user_id.clone())
-                            .push_bind(m.content.clone())
-                            .push_bind(norm)
-                            .push_bind(hash)
-                            .push_bind(m.source.as_str())
-                            .push_bind(m.category.as_str())
-                            .push_bind(m.scope.clone())
-                            .push_bind(m.project.clone())
-                            .push_bind(1i64)
-                            .push("TRUE")
-                            .push_bind(m.id)
-                            .push_bind(None::<Uuid>)
-                            .push_bind(m.valid_from.map(to_micros))
-                            .push_bind(m.valid_until.map(to_micros))
-                            .push_bind(to_micros(m.created_at))
-                            .push_bind(to_micros(m.created_at))
-                            .push_bind(m.origin_id)
-                            .push_bind(m.thread.clone())
-                            .push_bind(m.speaker.clone());
-                    });
-                    insert.push(concat!(" ON CONFLICT DO NOTHING RETURNING ", memory_columns!()));
+                    let first_versions: Vec<_> =
+                        chunk.iter().map(|m| (*m, 1, m.id, None)).collect();
+                    let mut insert = Self::insert_rows(&first_versions);
                     let rows = insert
                         .build_query_as::<MemoryRow>()
                         .fetch_all(&mut *tx)
@@ -446,6 +406,47 @@ macro_rules! sql_store {
                 }
             }
 
+            /// `INSERT` of new memory rows, each `(memory, version, root_id, supersedes_id)`,
+            /// returning the rows stored: a row the dedup index (or an existing id) refuses is
+            /// skipped, not an error.
+            fn insert_rows(
+                rows: &[(&NewMemory, i64, Uuid, Option<Uuid>)],
+            ) -> QueryBuilder<$db> {
+                let mut insert = QueryBuilder::<$db>::new(
+                    "INSERT INTO memories (id, workspace_id, user_id, content, content_norm, \
+                     content_hash, source, category, scope, project, version, is_current, \
+                     root_id, supersedes_id, valid_from, valid_until, created_at, updated_at, \
+                     origin_id, thread, speaker) ",
+                );
+                insert.push_values(rows, |mut row, &(m, version, root_id, supersedes_id)| {
+                    let norm = m.content_norm();
+                    let hash = content_hash(&norm);
+                    row.push_bind(m.id)
+                        .push_bind(m.workspace_id)
+                        .push_bind(m.user_id.clone())
+                        .push_bind(m.content.clone())
+                        .push_bind(norm)
+                        .push_bind(hash)
+                        .push_bind(m.source.as_str())
+                        .push_bind(m.category.as_str())
+                        .push_bind(m.scope.clone())
+                        .push_bind(m.project.clone())
+                        .push_bind(version)
+                        .push("TRUE")
+                        .push_bind(root_id)
+                        .push_bind(supersedes_id)
+                        .push_bind(m.valid_from.map(to_micros))
+                        .push_bind(m.valid_until.map(to_micros))
+                        .push_bind(to_micros(m.created_at))
+                        .push_bind(to_micros(m.created_at))
+                        .push_bind(m.origin_id)
+                        .push_bind(m.thread.clone())
+                        .push_bind(m.speaker.clone());
+                });
+                insert.push(concat!(" ON CONFLICT DO NOTHING RETURNING ", memory_columns!()));
+                insert
+            }
+
             /// Inserts a memory (and its vector, when it has one) on `conn`, which the caller
             /// holds in a transaction; `None` when the dedup index refused it.
             async fn insert_version(
@@ -455,28 +456,8 @@ macro_rules! sql_store {
                 root_id: Uuid,
                 supersedes_id: Option<Uuid>,
             ) -> StoreResult<Option<MemoryRow>> {
-                let norm = m.content_norm();
-                let hash = content_hash(&norm);
-                let row = sqlx::query_as::<$db, MemoryRow>(INSERT_MEMORY)
-                    .bind(m.id)
-                    .bind(m.workspace_id)
-                    .bind(&m.user_id)
-                    .bind(&m.content)
-                    .bind(norm)
-                    .bind(hash)
-                    .bind(m.source.as_str())
-                    .bind(m.category.as_str())
-                    .bind(&m.scope)
-                    .bind(&m.project)
-                    .bind(version)
-                    .bind(root_id)
-                    .bind(supersedes_id)
-                    .bind(m.valid_from.map(to_micros))
-                    .bind(m.valid_until.map(to_micros))
-                    .bind(to_micros(m.created_at))
-                    .bind(m.origin_id)
-                    .bind(&m.thread)
-                    .bind(&m.speaker)
+                let row = Self::insert_rows(&[(m, version, root_id, supersedes_id)])
+                    .build_query_as::<MemoryRow>()
                     .fetch_optional(&mut **conn)
                     .await
                     .map_err(StorageError::from_db)?;
