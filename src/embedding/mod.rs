@@ -82,7 +82,7 @@ struct Pending {
 /// Up to [`PASSES`] batches are encoded at once: a pass of a few texts leaves cores idle in
 /// its serial parts (tokenizing, allocating, the steps between two parallel products), and a
 /// second pass fills them, while the clients of the other one save and come back. (The local
-/// model runs a pass that starts beside another on a core of its own, so the two do not hand
+/// model runs a pass that starts beside another on a thread of its own, so the two do not hand
 /// each product's parts between threads: [`LocalEmbedder`].) With 16
 /// clients saving at once (20,000 memories, 2 cores; docs/BENCHMARKS.md), a second pass
 /// raised the saves from 203 to 220-224 a second on an AMD EPYC. On an Intel Xeon, passes
