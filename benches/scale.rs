@@ -59,24 +59,26 @@
 //! 5. **Search** (`GET /api/memories/search?q=...&limit=10`) with SciFact queries, after 20
 //!    warm-up queries not reused: single client (sequential, so p50 is the latency of one
 //!    request) in `keyword` mode (BM25, no embedding), `hybrid` mode with a **fresh** query
-//!    (first time it is asked: the query is embedded), `hybrid` with the same queries again
+//!    (first time it is asked: the query is embedded; each beside the model embedding the same
+//!    query directly, the two in turns), `hybrid` with the same queries again
 //!    (**cached** query vector) and `semantic` cached (vectors only); then
 //!    `BENCH_CONCURRENCY` clients in `hybrid` mode, with fresh queries and with cached ones,
 //!    for throughput. Every search must answer 200 with `{"results": [...], "total": n}`, `n`
 //!    the number of results.
 //! 6. **Save at scale (single client)**: 300 more saves, one at a time, on the second server;
 //!    then 1,000 more from `BENCH_CONCURRENCY` clients at once (new texts), whose throughput
-//!    is set against the model's own.
-//! 7. **The model alone**, called directly (no HTTP, no cache), last: the measured queries one
-//!    at a time (what a fresh query adds to a search), the texts of step 6 one at a time (what
-//!    embedding adds to a save), and the first 1,024 seeded texts one at a time, in batches of
-//!    `min(BENCH_CONCURRENCY, 32)` (as the save batcher groups concurrent saves) and in the
-//!    import's batches of 256.
+//!    is set against the model's own, probed on 256 texts in one call right before and after.
+//! 7. **The model alone**, called directly (no HTTP, no cache), last: the texts of step 6 one
+//!    at a time (what embedding adds to a save), and the first 1,024 seeded texts one at a
+//!    time, in batches of `min(BENCH_CONCURRENCY, 32)` (as the save batcher groups concurrent
+//!    saves) and in the import's batches of 256.
 //! 8. **The write path against the model**: ratios measured in this run, which hold on any
 //!    machine where absolute times do not: the model's gain from batching (import batches
 //!    against one text at a time), each import (or seeding) stage's throughput against the
 //!    model's in the import's batches, the last stage against the first, the concurrent
-//!    saves against the model, and a fresh hybrid search's p50 minus the model's one-query p50.
+//!    saves against the model (at the end and probed around them), and a fresh hybrid search's
+//!    p50 minus the model's one-query p50, measured in turns with the searches (step 5): the
+//!    query embedded alone a few minutes later ran at another speed than inside the searches.
 //!    With `BENCH_SEED=import` the model is also probed on the first 256 texts in one call
 //!    before the import and at each of its progress reports (the import waits; the stages'
 //!    times leave the probes out), and each stage is compared with the probes around it: the
@@ -85,9 +87,11 @@
 //! 9. **RSS**: `VmRSS` (resident now) and `VmHWM` (peak so far) of this process, which holds
 //!    the server, the model and the HTTP clients, read from `/proc/self/status` after seeding,
 //!    after the restart and maintenance, after the searches and after the single-client saves
-//!    (before step 7, whose own allocations are not the server's). Memory the first server
-//!    freed may stay mapped by the allocator, so the figures after the restart are an upper
-//!    bound of what a freshly started server would hold.
+//!    (before step 7, whose own allocations are not the server's; the queries embedded beside
+//!    the searches and the probe before the concurrent saves allocate as the server's own
+//!    passes do). Memory the first server freed may stay mapped by the allocator, so the
+//!    figures after the restart are an upper bound of what a freshly started server would
+//!    hold.
 //! 10. **Other load**: the CPU time other processes used during each phase, as a share of all
 //!     cores (`/proc/stat` busy time minus this process's), and the steal time the hypervisor
 //!     took (`/proc/stat`): the machine may be shared, and the figures are only comparable
@@ -519,6 +523,56 @@ async fn run_searches(
     Ok(pass)
 }
 
+/// Fresh hybrid searches, one at a time, each beside the model embedding the same query
+/// directly (no HTTP, no cache; the server's query cache is not touched), the two in turns
+/// (the model first for every other query): the search pass and the model's. The machine's
+/// speed drifts within a run, so the model measured minutes later is no measure of what a
+/// search adds to it. Each pass's wall time is the sum of its own latencies.
+async fn run_fresh_beside_model(
+    target: &Arc<Target>,
+    embedder: &Arc<dyn Embedder>,
+    queries: &[String],
+) -> anyhow::Result<(Pass, Pass)> {
+    let mut searches = Pass {
+        requests: queries.len(),
+        ..Pass::default()
+    };
+    let mut alone = Pass {
+        requests: queries.len(),
+        ..Pass::default()
+    };
+    for (i, query) in queries.iter().enumerate() {
+        for step in 0..2 {
+            let sent = Instant::now();
+            if (i + step) % 2 == 0 {
+                match target.search(query, "hybrid").await {
+                    Ok(found) => {
+                        searches.latencies.push(sent.elapsed());
+                        searches.results += found;
+                        searches.empty += usize::from(found == 0);
+                    }
+                    Err(error) => searches.error(error),
+                }
+            } else {
+                match embedder.embed(vec![query.clone()]).await {
+                    Ok(vectors) if vectors.len() == 1 => {
+                        alone.latencies.push(sent.elapsed());
+                        alone.results += 1;
+                    }
+                    Ok(vectors) => alone.error(format!("{} vectors for 1 text", vectors.len())),
+                    Err(error) => alone.error(format!("embedding failed: {error}")),
+                }
+            }
+        }
+    }
+    for (pass, label) in [(&mut searches, "single"), (&mut alone, "one query")] {
+        let wall = pass.latencies.iter().sum();
+        pass.finish(Instant::now(), None, label);
+        pass.wall = wall;
+    }
+    Ok((searches, alone))
+}
+
 /// A save pass: latencies by the order the saves were sent, and the answers by status.
 struct Seeding {
     pass: Pass,
@@ -860,7 +914,7 @@ async fn embed_alone(
 
 /// What the model alone does, to tell what bounds search and save.
 struct ModelAlone {
-    /// One query per call (the measured queries).
+    /// One query per call (the measured queries, in turns with their fresh searches).
     query: Pass,
     /// One memory text per call (the texts of the single-client saves).
     memory: Pass,
@@ -1151,6 +1205,7 @@ async fn measure_restarted(
     let mut rows: Vec<SearchRow> = Vec::new();
     // Order matters: keyword embeds nothing, so the hybrid pass after it still embeds every
     // query for the first time; the passes after that find the vectors cached.
+    let mut query_alone = None;
     for (label, mode, vector, clients, queries) in [
         ("single", "keyword", "none", 1, measured),
         ("single", "hybrid", "fresh", 1, measured),
@@ -1159,7 +1214,13 @@ async fn measure_restarted(
         ("concurrent", "hybrid", "fresh", c, fresh_concurrent),
         ("concurrent", "hybrid", "cached", c, measured),
     ] {
-        let pass = run_searches(target, label, queries, mode, clients).await?;
+        let pass = if vector == "fresh" && clients == 1 {
+            let (searches, alone) = run_fresh_beside_model(target, embedder, queries).await?;
+            query_alone = Some(alone);
+            searches
+        } else {
+            run_searches(target, label, queries, mode, clients).await?
+        };
         rows.push((label, mode, vector, clients, pass));
     }
 
@@ -1175,9 +1236,12 @@ async fn measure_restarted(
         false,
     )
     .await?;
+    // The model probed right before and after, as around the import's stages.
+    let probe = &corpus.texts[..n.min(IMPORT_BATCH)];
+    let probe_before = probe_model(embedder, probe).0;
     eprintln!("{CONCURRENT_SAVES} saves from {c} clients");
     let first = n + SINGLE_SAVES;
-    let concurrent_saves = run_saves(
+    let mut concurrent_saves = run_saves(
         target,
         "concurrent saves",
         &corpus.texts,
@@ -1187,13 +1251,17 @@ async fn measure_restarted(
     )
     .await?;
     let rss_end = memory_status();
+    concurrent_saves.model_probes = vec![probe_before, probe_model(embedder, probe).0];
 
     // Last: calling the model directly allocates in this process too.
     eprintln!("the model alone");
     let batch = c.min(BATCH_SIZE);
     let seeded = &corpus.texts[..n.min(MODEL_BATCHED_TEXTS)];
     let model = ModelAlone {
-        query: embed_alone(embedder, "one query", measured, 1).await?,
+        query: match query_alone {
+            Some(alone) => alone,
+            None => embed_alone(embedder, "one query", measured, 1).await?,
+        },
         memory: embed_alone(
             embedder,
             "one memory text",
@@ -1484,7 +1552,11 @@ fn report(config: &Config, corpus: &Corpus, m: &Measured) -> String {
     );
     let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|--:|--:|");
     for (what, per_call, pass) in [
-        ("the measured queries", 1, &model.query),
+        (
+            "the measured queries (in turns with their fresh searches)",
+            1,
+            &model.query,
+        ),
         (
             "memory texts (those of the single-client saves)",
             1,
@@ -1854,6 +1926,15 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
         m.concurrent_saves.pass.throughput(),
         verdict(concurrent >= TARGET_CONCURRENT_SAVE_SHARE)
     );
+    if let [before, after] = m.concurrent_saves.model_probes[..] {
+        let around = m.concurrent_saves.pass.throughput() / ((before + after) / 2.0).max(1e-9);
+        let _ = writeln!(
+            w,
+            "| {} clients saving / the model probed before and after them (texts/s: {before:.0}, {after:.0}) | {around:.2} | >= {TARGET_CONCURRENT_SAVE_SHARE} | {} |",
+            config.concurrency,
+            verdict(around >= TARGET_CONCURRENT_SAVE_SHARE)
+        );
+    }
     let fresh = m
         .searches
         .iter()
