@@ -663,8 +663,9 @@ struct Milestone {
     memory: Option<MemoryStatus>,
 }
 
-/// The model's throughput on `texts` in one call, blocking this thread (the import's, which
-/// waits meanwhile; the embedding itself runs on the blocking pool).
+/// The model's throughput on `texts` in one call, blocking this thread (the import's, or the
+/// bench's around the concurrent saves, which waits meanwhile; the embedding itself runs on the
+/// blocking pool).
 fn probe_model(embedder: &Arc<dyn Embedder>, texts: &[String]) -> (f64, Duration) {
     let started = Instant::now();
     let embedded = futures::executor::block_on(embedder.embed(texts.to_vec()));
@@ -675,6 +676,11 @@ fn probe_model(embedder: &Arc<dyn Embedder>, texts: &[String]) -> (f64, Duration
         }
         _ => (f64::NAN, took),
     }
+}
+
+/// A throughput against the mean of the model's probes right before and after it.
+fn share_of_probes(rate: f64, before: f64, after: f64) -> f64 {
+    rate / ((before + after) / 2.0).max(1e-9)
 }
 
 /// `BENCH_SEED=import`: `texts` as JSON lines through the import path of
@@ -1258,10 +1264,7 @@ async fn measure_restarted(
     let batch = c.min(BATCH_SIZE);
     let seeded = &corpus.texts[..n.min(MODEL_BATCHED_TEXTS)];
     let model = ModelAlone {
-        query: match query_alone {
-            Some(alone) => alone,
-            None => embed_alone(embedder, "one query", measured, 1).await?,
-        },
+        query: query_alone.context("the fresh single-client searches did not run")?,
         memory: embed_alone(
             embedder,
             "one memory text",
@@ -1889,7 +1892,7 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
         let shares: Vec<f64> = stages
             .iter()
             .enumerate()
-            .map(|(i, rate)| rate / ((probes[i] + probes[i + 1]) / 2.0).max(1e-9))
+            .map(|(i, rate)| share_of_probes(*rate, probes[i], probes[i + 1]))
             .collect();
         let _ = writeln!(
             w,
@@ -1927,7 +1930,7 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
         verdict(concurrent >= TARGET_CONCURRENT_SAVE_SHARE)
     );
     if let [before, after] = m.concurrent_saves.model_probes[..] {
-        let around = m.concurrent_saves.pass.throughput() / ((before + after) / 2.0).max(1e-9);
+        let around = share_of_probes(m.concurrent_saves.pass.throughput(), before, after);
         let _ = writeln!(
             w,
             "| {} clients saving / the model probed before and after them (texts/s: {before:.0}, {after:.0}) | {around:.2} | >= {TARGET_CONCURRENT_SAVE_SHARE} | {} |",
