@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
+use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::bert::{mean_pool_normalized, products_for, Config, Encoder, Products};
@@ -217,11 +218,12 @@ fn tune_for_inference() {
 }
 
 /// Most tokens encoded in one pass (the rows of its matrix products). Smaller passes keep a
-/// layer's activations (1,024 rows of 1,536 floats: 6 MB) near the cores: on AMX tiles, where
-/// the products are cheapest, 2,048 texts in calls of 256 ran 276 texts/s with this budget
-/// against 223 with 4,096 (and 252 with 1,536, 248 with 768); with `f32` products the budget
-/// made no difference (docs/BENCHMARKS.md).
-const TOKEN_BUDGET: usize = 1024;
+/// layer's activations (512 rows of 1,536 floats: 3 MB) near the cores: on AMX tiles, where
+/// the products are cheapest, 2,048 texts in calls of 256 ran 276 texts/s with passes of 1,024
+/// tokens split across both cores against 223 with 4,096; with `f32` products the budget made
+/// no difference (docs/BENCHMARKS.md). The passes of a call now run side by side, one per
+/// core, so each core holds the rows a pass of 1,024 gave it before.
+const TOKEN_BUDGET: usize = 512;
 /// Most texts encoded in one pass.
 const MAX_BATCH: usize = 128;
 
@@ -266,9 +268,19 @@ impl Model {
             .encode_batch(texts, true)
             .map_err(inference_error)?;
         let lengths: Vec<usize> = encodings.iter().map(|e| e.len()).collect();
+        // A call of several passes runs them side by side, a pass a core (rayon's nested
+        // parallelism: a pass's products are split only when a core has nothing else to do),
+        // instead of one after the other with each product split across the cores. 1,024
+        // memory texts in calls of 256 (AMD EPYC with AVX512_BF16, 2 cores, rounds in turns):
+        // 305-317 texts/s against 269-307 (docs/BENCHMARKS.md). On a one-thread lane (beside
+        // another call) the passes run one after the other as before.
+        let passes: Vec<Result<Vec<Vec<f32>>, EmbedError>> = token_batches(&lengths)
+            .into_par_iter()
+            .map(|range| self.embed_batch(&encodings[range]))
+            .collect();
         let mut out = Vec::with_capacity(encodings.len());
-        for range in token_batches(&lengths) {
-            out.extend(self.embed_batch(&encodings[range])?);
+        for pass in passes {
+            out.extend(pass?);
         }
         Ok(out)
     }
@@ -599,9 +611,9 @@ mod tests {
         // Short texts fill a batch up to the count cap.
         let short = vec![4; 300];
         assert_eq!(token_batches(&short), vec![0..128, 128..256, 256..300]);
-        // Long texts: 1024 / 256 = 4 a batch.
+        // Long texts: 512 / 256 = 2 a batch.
         let long = vec![256; 10];
-        assert_eq!(token_batches(&long), vec![0..4, 4..8, 8..10]);
+        assert_eq!(token_batches(&long), vec![0..2, 2..4, 4..6, 6..8, 8..10]);
         // Mixed, in any order: each batch's tokens stay in the budget, and the ranges cover
         // every index once, in order.
         let mixed: Vec<usize> = (0..500).map(|i| 3 + (i * 7) % 254).collect();

@@ -37,13 +37,13 @@ pub struct DocumentArgs {
 }
 
 /// Fact texts embedded in one model call, at least (unless the document has fewer): enough
-/// for the model's batch throughput (the local model encodes up to 128 sentences a pass, and
-/// its rate still grows up to there), few enough that a group's facts are saved soon.
+/// for the model's batch throughput (the local model encodes a call's passes side by side, a
+/// pass a core), few enough that a group's facts are saved soon.
 const FACT_BATCH: usize = 128;
 
 /// Fact text embedded in one model call, at most, in bytes (a longer fact goes alone): about
-/// one pass of the local model's token budget (4,096 tokens of English at about 4 bytes each),
-/// so that progress is recorded after every pass, even for long facts (table rows) on a loaded
+/// 4,096 tokens of English at about 4 bytes each, eight of the local model's passes, so that
+/// progress is recorded after every call, even for long facts (table rows) on a loaded
 /// machine, while 128 sentences of ordinary length still share one call.
 const FACT_CALL_BYTES: usize = 16 * 1024;
 
