@@ -34,8 +34,9 @@ pub struct LocalEmbedder {
     lanes: Arc<Lanes>,
 }
 
-/// Where a pass runs: alone in the encoder, on every core (each product split across rayon's
-/// global pool); beside a pass already running, on one thread of its own (a one-thread pool).
+/// Where a call's passes run: alone in the encoder, on every core (rayon's global pool: one
+/// pass with each product split across the cores, or several side by side, a pass a core);
+/// beside a call already running, on one thread of its own (a one-thread pool).
 ///
 /// The save batcher keeps two passes of a few texts in the encoder at once
 /// ([`super::PASSES`]). Split across every core, each product of each pass was handed between
@@ -43,7 +44,7 @@ pub struct LocalEmbedder {
 /// scheduling (waking, yielding, switching) took 7.5 % of the CPU samples and a pass of 8 texts
 /// 49-63 ms at p50. Each on a core of its own, the two passes run side by side without handing
 /// work over: 43-46 ms a pass, scheduling 3.5-5.3 %, and 288 and 274 saves a second against
-/// 205 and 261 in two pairs of runs alternated with the split (docs/BENCHMARKS.md). A pass
+/// 205 and 261 in two pairs of runs alternated with the split (docs/BENCHMARKS.md). A call
 /// alone (a query, a lone save, the import's batches) still has every core: its latency is
 /// unchanged.
 struct Lanes {
