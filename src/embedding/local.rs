@@ -536,6 +536,43 @@ mod tests {
         );
     }
 
+    /// A call of several passes (run side by side) gives each text the vector it gets alone,
+    /// in the order of the texts.
+    #[test]
+    fn a_call_of_several_passes_keeps_each_texts_vector_and_order() {
+        let model = model();
+        let texts: Vec<String> = (0..60)
+            .map(|i| {
+                format!(
+                    "note {i}: the team moved the weekly review of project {i} to room {}",
+                    i * 7
+                )
+            })
+            .collect();
+        let lengths: Vec<usize> = texts
+            .iter()
+            .map(|t| {
+                model
+                    .model
+                    .tokenizer
+                    .encode(t.as_str(), true)
+                    .map(|e| e.len())
+                    .unwrap_or(0)
+            })
+            .collect();
+        assert!(
+            token_batches(&lengths).len() >= 3,
+            "the call must span several passes"
+        );
+        let together = model.model.embed_all(texts.clone()).expect("embed");
+        assert_eq!(together.len(), texts.len());
+        for (i, text) in texts.iter().enumerate().step_by(7) {
+            let alone = embed(&model, &[text.as_str()]);
+            let similarity = cosine(&alone[0], &together[i]);
+            assert!(similarity > 0.9999, "text {i}: cosine {similarity}");
+        }
+    }
+
     /// A pass that starts beside another runs on a thread of its own and gives the vectors a
     /// pass alone gives; a pass alone runs where it was called, and neither stays counted.
     #[test]
