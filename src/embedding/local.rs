@@ -556,8 +556,8 @@ mod tests {
                     .model
                     .tokenizer
                     .encode(t.as_str(), true)
-                    .map(|e| e.len())
-                    .unwrap_or(0)
+                    .expect("tokenizes")
+                    .len()
             })
             .collect();
         assert!(
