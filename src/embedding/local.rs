@@ -45,8 +45,12 @@ pub struct LocalEmbedder {
 /// 49-63 ms at p50. Each on a core of its own, the two passes run side by side without handing
 /// work over: 43-46 ms a pass, scheduling 3.5-5.3 %, and 288 and 274 saves a second against
 /// 205 and 261 in two pairs of runs alternated with the split (docs/BENCHMARKS.md). A call
-/// alone (a query, a lone save, the import's batches) still has every core: its latency is
-/// unchanged.
+/// alone (a query, a lone save, the import's batches) still has every core.
+///
+/// A call alone runs on a worker of the global pool, not on the blocking thread that asked for
+/// it: called from outside the pool, each parallel step (tens in a pass) was handed into the
+/// pool and waited for on a latch, and a short query took 8.3-8.8 ms instead of 6.5-7.3 (`f32`
+/// products, AMD EPYC without AVX-512; docs/BENCHMARKS.md).
 struct Lanes {
     /// Passes in the encoder.
     running: AtomicUsize,
@@ -80,10 +84,11 @@ impl Lanes {
         let beside = self.running.fetch_add(1, Ordering::SeqCst) > 0;
         let _running = Running(&self.running);
         if !beside {
-            return pass();
+            // On a worker of the global pool: the pass's parallel steps fork and join there.
+            return rayon::scope(|_| pass());
         }
         let Some(lane) = self.take() else {
-            return pass();
+            return rayon::scope(|_| pass());
         };
         let out = lane.install(pass);
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());

@@ -24,6 +24,8 @@ impl MemoryService {
         workspace_id: Option<Uuid>,
         query: Parsed<SearchQuery>,
     ) -> Result<Vec<Found>> {
+        // The service's own time, from the access check on (HTTP is outside it).
+        let entered = std::time::Instant::now();
         let caller = &self.gate.enter(who, workspace_id, Need::Read).await?;
         admit(&self.workspaces, caller, EndpointClass::Search, false).await?;
         let SearchQuery {
@@ -135,6 +137,7 @@ impl MemoryService {
             keyword_wait_ms = millis(candidates_at - embedded_at),
             rank_ms = millis(ranked_at - candidates_at),
             fetch_ms = millis(started.elapsed() - ranked_at),
+            total_ms = millis(entered.elapsed()),
             "memories searched"
         );
         Ok(results)
