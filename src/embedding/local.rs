@@ -579,7 +579,7 @@ mod tests {
     }
 
     /// A pass that starts beside another runs on a thread of its own and gives the vectors a
-    /// pass alone gives; a pass alone runs where it was called, and neither stays counted.
+    /// pass alone gives; a pass alone runs on rayon's global pool, and neither stays counted.
     #[test]
     fn a_pass_beside_another_runs_on_its_own_thread_with_the_same_vectors() {
         let model = model();
