@@ -2,13 +2,14 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{embed_error, millis, search_error, Found, MemoryService, Parsed, SearchQuery};
 use crate::error::{Error, Result};
 use crate::model::accounts::Need;
-use crate::model::{now, to_micros};
-use crate::search::{Filter, Mode, Query};
+use crate::model::{now, to_micros, Lane};
+use crate::search::{Filter, Hit, Mode, Query};
 use crate::services::{admit, Principal};
 use memvault_actors::EndpointClass;
 
@@ -105,16 +106,45 @@ impl MemoryService {
 
         let ranked_at = started.elapsed();
         // The database has the last word: only current, live memories that still pass the
-        // filters are returned.
+        // filters are returned. The index finds twice `limit` hits; the first `limit` are read
+        // first and the rest only when some of those no longer pass (each id read costs).
+        let (first, rest) = hits.split_at(limit.min(hits.len()));
+        let mut results = self.still_found(&lane, first, &filter, at).await?;
+        if results.len() < limit && !rest.is_empty() {
+            results.extend(self.still_found(&lane, rest, &filter, at).await?);
+            results.truncate(limit);
+        }
+        tracing::debug!(
+            mode = ?mode,
+            settle_ms = millis(settled_at),
+            embed_ms = millis(embedded_at - settled_at),
+            keyword_wait_ms = millis(candidates_at - embedded_at),
+            rank_ms = millis(ranked_at - candidates_at),
+            fetch_ms = millis(started.elapsed() - ranked_at),
+            total_ms = millis(entered.elapsed()),
+            "memories searched"
+        );
+        Ok(results)
+    }
+
+    /// Hits, in their order, whose memories are still current and live in the lane and pass
+    /// the filters, read from the database.
+    async fn still_found(
+        &self,
+        lane: &Lane,
+        hits: &[Hit],
+        filter: &Filter,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Found>> {
         let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
         let mut found: HashMap<Uuid, _> = self
             .store
-            .current_memories_by_ids(&lane, &ids)
+            .current_memories_by_ids(lane, &ids)
             .await?
             .into_iter()
             .map(|m| (m.id, m))
             .collect();
-        let results: Vec<Found> = hits
+        Ok(hits
             .iter()
             .filter_map(|hit| {
                 let memory = found.remove(&hit.id)?;
@@ -128,18 +158,6 @@ impl MemoryService {
                     score: hit.score,
                 })
             })
-            .take(limit)
-            .collect();
-        tracing::debug!(
-            mode = ?mode,
-            settle_ms = millis(settled_at),
-            embed_ms = millis(embedded_at - settled_at),
-            keyword_wait_ms = millis(candidates_at - embedded_at),
-            rank_ms = millis(ranked_at - candidates_at),
-            fetch_ms = millis(started.elapsed() - ranked_at),
-            total_ms = millis(entered.elapsed()),
-            "memories searched"
-        );
-        Ok(results)
+            .collect())
     }
 }

@@ -1,6 +1,9 @@
 //! Tokens and normalisation: lowercasing, contractions, spellings, clock times, number words,
 //! light lemmatisation of verbs and plurals.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
@@ -27,15 +30,32 @@ pub(super) fn tok(w: &str, cap: bool) -> Tok {
     }
 }
 
-pub(super) fn is_verb(w: &str) -> bool {
+/// The verb lists of the lexicon as one set: [`verb_info`] asks it up to eight times a token
+/// (each way a suffix may come off), and scanning the lists took half the judge's time.
+static KNOWN_VERBS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
     [VERBS, CHANGE_VERBS, TERMINATE_VERBS, ACCUM_VERBS]
         .iter()
-        .any(|list| list.contains(&w))
+        .flat_map(|list| list.iter().copied())
+        .collect()
+});
+
+/// [`IRREGULAR`] by form (the first entry of a form wins, as a scan of the list would find).
+static IRREGULAR_FORMS: LazyLock<HashMap<&'static str, (&'static str, Form)>> =
+    LazyLock::new(|| {
+        let mut forms = HashMap::with_capacity(IRREGULAR.len());
+        for &(form, lemma, kind) in IRREGULAR {
+            forms.entry(form).or_insert((lemma, kind));
+        }
+        forms
+    });
+
+pub(super) fn is_verb(w: &str) -> bool {
+    KNOWN_VERBS.contains(w)
 }
 
 /// lemma and form of a verb token, if it is a known verb form.
 pub(super) fn verb_info(w: &str) -> Option<(String, Form)> {
-    if let Some(&(_, l, f)) = IRREGULAR.iter().find(|(s, _, _)| *s == w) {
+    if let Some(&(l, f)) = IRREGULAR_FORMS.get(w) {
         return Some((l.to_string(), f));
     }
     if is_verb(w) {
