@@ -143,9 +143,10 @@ struct Prepared {
 impl MemoryService {
     /// Imports JSON lines into a workspace. `progress` is called with the lines done so far.
     ///
-    /// The next batch is embedded while the current one is saved: the save work (the
-    /// look-ahead, then line after line, mostly on one core) leaves a core the model can use.
-    /// Both finish before `progress` is called, so nothing of the import runs while it does.
+    /// A batch's look-ahead runs on every core first; then the next batch is embedded while
+    /// the current one's lines are saved (on one core, mostly), which leaves a core the model
+    /// can use. Both finish before `progress` is called, so nothing of the import runs while
+    /// it does.
     pub async fn import(
         &self,
         workspace_id: Uuid,
@@ -182,8 +183,14 @@ impl MemoryService {
                     _ => None,
                 }
             };
+            // The look-ahead runs on every core before the next batch goes into the model:
+            // started beside it, its parallel work queued on rayon's pool behind the model's
+            // passes and waited for the whole batch (docs/BENCHMARKS.md).
+            let started = std::time::Instant::now();
+            self.look_ahead(&mut current.drafts, &vectors).await?;
+            let ahead = started.elapsed();
             let (saved, next_vectors) = tokio::join!(
-                self.import_batch(&caller, current, vectors, &mut imported, &mut report),
+                self.import_batch(&caller, current, vectors, ahead, &mut imported, &mut report),
                 upcoming
             );
             saved?;
@@ -263,6 +270,7 @@ impl MemoryService {
         caller: &Caller,
         batch: Prepared,
         vectors: Vec<Vec<f32>>,
+        ahead: std::time::Duration,
         imported: &mut HashMap<Uuid, Uuid>,
         report: &mut ImportReport,
     ) -> Result<()> {
@@ -271,9 +279,7 @@ impl MemoryService {
             report.refuse(number, reason);
         }
         let started = std::time::Instant::now();
-        let mut drafts = batch.drafts;
-        self.look_ahead(&mut drafts, &vectors).await?;
-        let searched_at = started.elapsed();
+        let drafts = batch.drafts;
         // New memories are committed together (one log sync for up to `Pending::CAPACITY`);
         // each line's outcome is counted when its memory is committed.
         let mut lines = Lines {
@@ -301,8 +307,8 @@ impl MemoryService {
         self.engine.flush().await.map_err(super::search_error)?;
         tracing::debug!(
             lines = batch.lines,
-            search_ms = millis(searched_at),
-            save_ms = millis(saved_at - searched_at),
+            search_ms = millis(ahead),
+            save_ms = millis(saved_at),
             flush_ms = millis(started.elapsed() - saved_at),
             "import batch done"
         );
