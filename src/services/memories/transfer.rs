@@ -263,8 +263,9 @@ impl MemoryService {
         }
     }
 
-    /// Saves an embedded batch line after line. A `supersedesId` is resolved here, so it may
-    /// name any line before it, in this batch or an earlier one.
+    /// Saves an embedded batch line after line, its look-ahead taken (`ahead` is how long it
+    /// took, for the log). A `supersedesId` is resolved here, so it may name any line before
+    /// it, in this batch or an earlier one.
     async fn import_batch(
         &self,
         caller: &Caller,
