@@ -857,6 +857,15 @@ pub fn accounts_config(settings: &Settings) -> AccountsConfig {
 /// (see `embedding::set_inference_environment`), the only place the environment is written.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     crate::embedding::set_inference_environment();
+    // rayon's global pool (the model's passes when a call has the encoder to itself, the
+    // import's look-ahead), started now so that its threads have a name of their own: started
+    // on first use, they took the name of the thread that used it first, a tokio worker's, and
+    // `top -H` or a profile credited the model's work to the async workers. Sized by
+    // `RAYON_NUM_THREADS`, which the line above set. Should it fail to start, rayon starts its
+    // pool on first use, as before.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("memvault-cpu-{i}"))
+        .build_global();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
