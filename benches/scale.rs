@@ -70,8 +70,9 @@
 //!    is set against the model's own, probed on 256 texts in one call right before and after.
 //! 7. **The model alone**, called directly (no HTTP, no cache), last: the texts of step 6 one
 //!    at a time (what embedding adds to a save), and the first 1,024 seeded texts one at a
-//!    time, in batches of `min(BENCH_CONCURRENCY, 32)` (as the save batcher groups concurrent
-//!    saves) and in the import's batches of 256.
+//!    time, in calls of `min(BENCH_CONCURRENCY, 32)` (the texts the concurrent clients hold at
+//!    once; the save batcher encodes them in smaller passes) and in the import's batches of
+//!    256.
 //! 8. **The write path against the model**: ratios measured in this run, which hold on any
 //!    machine where absolute times do not: the model's gain from batching (import batches
 //!    against one text at a time), each import (or seeding) stage's throughput against the
@@ -926,7 +927,7 @@ struct ModelAlone {
     memory: Pass,
     /// The first seeded memory texts, one per call.
     seeded_single: Pass,
-    /// The same texts in batches of `batch` (as the save batcher groups concurrent saves).
+    /// The same texts in calls of `batch` (the texts the concurrent clients hold at once).
     batched: Pass,
     batch: usize,
     /// The same texts in the import's batches ([`IMPORT_BATCH`]).
@@ -1848,7 +1849,7 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
     let _ = writeln!(
         w,
         "The model's own throughput on the first {} seeded texts: {single:.0} texts/s one at a \
-         time, {micro:.0} in batches of {} (the save batcher's), {imported:.0} in the import's \
+         time, {micro:.0} in calls of {} (the texts as many saving clients hold at once), {imported:.0} in the import's \
          batches of {IMPORT_BATCH}.",
         model.seeded_single.results, model.batch
     );

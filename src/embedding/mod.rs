@@ -35,6 +35,10 @@ pub const GATHER_WINDOW: Duration = Duration::from_millis(5);
 /// Batches the batcher has in the encoder at once (see [`Embeddings`]).
 pub const PASSES: usize = 2;
 
+/// Groups of saving clients a pass serves in turn: while one group's texts are encoded, the
+/// other's saves finish and come back (see [`Embeddings`]).
+pub const GROUPS: usize = 2;
+
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     #[error(
@@ -69,27 +73,37 @@ struct Pending {
 
 /// The encoder with a cache of query vectors and a batcher for single documents.
 ///
-/// Single documents (one save each) are queued: a task takes every text waiting, up to
-/// [`BATCH_SIZE`], and encodes them in one call, so concurrent saves share the model's batch
-/// throughput instead of queueing for one pass each. Clients that saved together come back
-/// a few milliseconds apart (each finishes its save and sends the next), so taking only what
-/// is waiting would encode them in many small passes, each slower per text. A pass waits for
-/// its share of the load instead ([`gather_target`]: an even share of the most texts the
+/// Single documents (one save each) are queued: a task takes the texts waiting, up to a
+/// share of the load, and encodes them in one call, so concurrent saves share the model
+/// instead of queueing for one pass each. Clients that saved together come back a few
+/// milliseconds apart (each finishes its save and sends the next), so taking only what is
+/// waiting would encode them in many small passes. A pass waits for its share instead
+/// ([`gather_target`]: an even share, among [`GROUPS`] groups a pass, of the most texts the
 /// batcher held or expected lately, counting the saves in progress, [`Embeddings::writing`]):
-/// beside a running pass, until it has that many or that pass ends; with the encoder idle,
-/// up to [`GATHER_WINDOW`]. A lone client never waits.
+/// beside a running pass, until it has that many or that pass ends; with the encoder idle, up
+/// to [`GATHER_WINDOW`]. It takes no more than its share: the rest wait for the next pass.
+/// A lone client never waits.
 ///
 /// Up to [`PASSES`] batches are encoded at once: a pass of a few texts leaves cores idle in
 /// its serial parts (tokenizing, allocating, the steps between two parallel products), and a
-/// second pass fills them, while the clients of the other one save and come back. (The local
-/// model runs a pass that starts beside another on a thread of its own, so the two do not hand
-/// each product's parts between threads: [`LocalEmbedder`].) With 16
-/// clients saving at once (20,000 memories, 2 cores; docs/BENCHMARKS.md), a second pass
-/// raised the saves from 203 to 220-224 a second on an AMD EPYC. On an Intel Xeon, passes
-/// that started with whatever was waiting held 1 to 14 texts (4.8 on average, a third of
-/// them 1 to 3: 113 saves a second); waiting for three quarters of a share of the texts
-/// held, they settled into three groups of 5 or 6 (125); counting the saves in progress, into
-/// two of 8 (134). The import does not go through the batcher: it encodes its own batches.
+/// second pass fills them. (The local model runs a pass that starts beside another on a thread
+/// of its own, so the two do not hand each product's parts between threads: [`LocalEmbedder`].)
+/// With 16 clients saving at once (20,000 memories, 2 cores; docs/BENCHMARKS.md), a second
+/// pass raised the saves from 203 to 220-224 a second on an AMD EPYC. On an Intel Xeon, passes
+/// that started with whatever was waiting held 1 to 14 texts (4.8 on average, a third of them
+/// 1 to 3: 113 saves a second); waiting for three quarters of a share of the texts held, they
+/// settled into three groups of 5 or 6 (125); counting the saves in progress, into two of 8
+/// (134). The import does not go through the batcher: it encodes its own batches.
+///
+/// Why [`GROUPS`] groups a pass: with one, the 16 clients moved as two groups of 8, one in
+/// each pass, and a pass's core waited while its own group finished their saves (reading the
+/// neighbours, the insert's commit, the answer) and came back: on an AMD EPYC with
+/// AVX512_BF16 the passes of 8 texts took 43 ms and the cores encoded 76 % of the time (287
+/// and 294 saves a second). In four groups of 4, two encode while the other two finish: the
+/// cores encoded 97 % of the time (314 and 318 saves a second; three groups a pass, 312). A
+/// pass of a few texts on a core of its own costs little more per text than large ones there:
+/// two calls side by side, 2 to 16 texts each, ran at 399-425 texts/s against 424-432 for
+/// calls of 256.
 #[derive(Clone)]
 pub struct Embeddings {
     embedder: Arc<dyn Embedder>,
@@ -194,11 +208,14 @@ impl Embeddings {
 /// Pass starts over which the batcher remembers how many texts it held at once.
 const BUSIEST_OF: usize = 8;
 
-/// How many texts a pass waits for: an even share, among `passes`, of the most texts the
-/// batcher held at once (queued or in the encoder) or expected (saves in progress,
-/// [`Embeddings::writing`]) over its last [`BUSIEST_OF`] pass starts.
+/// How many texts a pass waits for, and takes at most: an even share, among [`GROUPS`]
+/// groups for each of `passes`, of the most texts the batcher held at once (queued or in the
+/// encoder) or expected (saves in progress, [`Embeddings::writing`]) over its last
+/// [`BUSIEST_OF`] pass starts.
 fn gather_target(busiest: usize, passes: usize) -> usize {
-    busiest.div_ceil(passes.max(1)).clamp(1, BATCH_SIZE)
+    busiest
+        .div_ceil(passes.max(1) * GROUPS)
+        .clamp(1, BATCH_SIZE)
 }
 
 /// The batcher: runs until every [`Embeddings`] handle is gone.
@@ -220,11 +237,11 @@ async fn batch_documents(
         let Ok(pass) = slots.clone().acquire_owned().await else {
             return;
         };
-        if queue.recv_many(&mut batch, BATCH_SIZE).await == 0 {
+        let target = gather_target(held.iter().copied().max().unwrap_or(0), passes);
+        if queue.recv_many(&mut batch, target).await == 0 {
             return;
         }
         let received = std::time::Instant::now();
-        let target = gather_target(held.iter().copied().max().unwrap_or(0), passes);
         // Beside a running pass, wait for the target or for that pass to end; with the
         // encoder idle, wait for the target up to `window`.
         let idle = encoding.load(Ordering::SeqCst) == 0;
@@ -237,7 +254,7 @@ async fn batch_documents(
             if !idle && !busy {
                 break;
             }
-            let room = BATCH_SIZE - batch.len();
+            let room = target - batch.len();
             let more = queue.recv_many(&mut batch, room);
             if busy {
                 tokio::select! {
@@ -491,10 +508,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn after_a_shared_batch_the_batcher_waits_for_as_many_again() {
+    async fn a_pass_takes_its_share_and_the_rest_wait_for_the_next() {
         // One pass at a time, so that each batch waits for the one before it.
         let h = Harness::new(1);
-        // A lone text goes at once; three sent while it is encoded share the next batch.
+        // A lone text goes at once; of three sent while it is encoded, the next pass takes a
+        // share of what the batcher held (one, in two groups: one), the pass after it the
+        // other two (three held: a share of two).
         let first = h.send("a");
         h.wait_for(1).await;
         let three: Vec<_> = ["b", "c", "d"].into_iter().map(|t| h.send(t)).collect();
@@ -502,85 +521,47 @@ mod tests {
         h.release(1);
         first.await.unwrap().unwrap();
         h.wait_for(2).await;
-        assert_eq!(h.calls(), vec![1, 3]);
+        assert_eq!(h.calls(), vec![1, 1]);
+        h.release(1);
+        h.wait_for(3).await;
+        assert_eq!(h.calls(), vec![1, 1, 2]);
         h.release(1);
         for text in three {
             text.await.unwrap().unwrap();
         }
-        // The next three arrive one by one, with time between them: they are still encoded
-        // together, since the last batch held three.
+        // The next four arrive one by one, with time between them: they are still encoded
+        // two by two, since the batcher held three.
         let mut next = Vec::new();
-        for text in ["e", "f", "g"] {
+        for text in ["e", "f", "g", "h"] {
             next.push(h.send(text));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        // Permits for however many calls the batcher makes (one when it waited).
-        h.release(3);
+        // Permits for however many calls the batcher makes (two when it waited).
+        h.release(4);
         for text in next {
             text.await.unwrap().unwrap();
         }
-        assert_eq!(h.calls(), vec![1, 3, 3]);
+        assert_eq!(h.calls(), vec![1, 1, 2, 2, 2]);
     }
 
     #[test]
-    fn a_pass_waits_for_an_even_share() {
+    fn a_pass_waits_for_an_even_share_of_the_groups() {
+        // Two groups a pass: with two passes, a quarter of the texts held.
         assert_eq!(gather_target(0, 2), 1);
         assert_eq!(gather_target(1, 2), 1);
-        assert_eq!(gather_target(3, 1), 3);
-        assert_eq!(gather_target(15, 2), 8);
-        assert_eq!(gather_target(16, 2), 8);
-        assert_eq!(gather_target(16, 0), 16);
-        assert_eq!(gather_target(100, 2), BATCH_SIZE);
+        assert_eq!(gather_target(3, 1), 2);
+        assert_eq!(gather_target(15, 2), 4);
+        assert_eq!(gather_target(16, 2), 4);
+        assert_eq!(gather_target(16, 0), 8);
+        assert_eq!(gather_target(1000, 2), BATCH_SIZE);
     }
 
     #[tokio::test]
-    async fn beside_a_running_pass_a_few_texts_wait_for_their_share_or_its_end() {
+    async fn beside_a_running_pass_texts_wait_for_their_share_or_its_end() {
         let h = Harness::new(2);
-        // Two passes of one hold both slots; seven sent then wait and go together.
-        let mut sent = vec![h.send("a")];
-        h.wait_for(1).await;
-        sent.push(h.send("b"));
-        h.wait_for(2).await;
-        let seven: Vec<_> = (0..7).map(|i| h.send(&format!("s{i}"))).collect();
-        h.queued(7).await;
-        h.release(1);
-        h.wait_for(3).await;
-        h.release(1);
-        for text in sent.drain(..) {
-            text.await.unwrap().unwrap();
-        }
-        assert_eq!(h.calls(), vec![1, 1, 7]);
-        // The batcher held eight at once: beside the pass of seven, texts wait for four.
-        sent.extend(["x", "y", "z"].map(|t| h.send(t)));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(h.calls(), vec![1, 1, 7]);
-        sent.push(h.send("w"));
-        h.wait_for(4).await;
-        assert_eq!(h.calls(), vec![1, 1, 7, 4]);
-        // Eleven held at once now, so a share of six: a lone text waits beside the pass of
-        // four, and goes when that pass ends.
-        sent.push(h.send("p"));
-        h.queued(1).await;
-        h.release(1);
-        for text in seven {
-            text.await.unwrap().unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(h.calls(), vec![1, 1, 7, 4]);
-        h.release(1);
-        h.wait_for(5).await;
-        assert_eq!(h.calls(), vec![1, 1, 7, 4, 1]);
-        h.release(1);
-        for text in sent {
-            assert_eq!(text.await.unwrap().unwrap(), vec![1.0]);
-        }
-    }
-
-    #[tokio::test]
-    async fn saves_in_progress_raise_the_share() {
-        let h = Harness::new(2);
-        let writing: Vec<_> = (0..4).map(|_| h.embeddings.writing()).collect();
-        // The first text goes at once; four saves in progress make a share of two.
+        // Eight saves in progress: a share of two (two passes, two groups each).
+        let writing: Vec<_> = (0..8).map(|_| h.embeddings.writing()).collect();
+        // The first text goes at once; beside it, the second waits for a third.
         let mut sent = vec![h.send("a")];
         h.wait_for(1).await;
         sent.push(h.send("b"));
@@ -589,12 +570,26 @@ mod tests {
         sent.push(h.send("c"));
         h.wait_for(2).await;
         assert_eq!(h.calls(), vec![1, 2]);
-        drop(writing);
-        assert_eq!(h.embeddings.writers.load(Ordering::SeqCst), 0);
-        h.release(2);
+        // Both passes are in: three more wait. When the first pass ends, two of them go.
+        sent.extend(["d", "e", "f"].map(|t| h.send(t)));
+        h.queued(3).await;
+        h.release(1);
+        h.wait_for(3).await;
+        assert_eq!(h.calls(), vec![1, 2, 2]);
+        // The last waits for a slot, then beside the running pass for a second text or that
+        // pass's end.
+        h.release(1);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(h.calls(), vec![1, 2, 2]);
+        h.release(1);
+        h.wait_for(4).await;
+        assert_eq!(h.calls(), vec![1, 2, 2, 1]);
+        h.release(1);
         for text in sent {
             assert_eq!(text.await.unwrap().unwrap(), vec![1.0]);
         }
+        drop(writing);
+        assert_eq!(h.embeddings.writers.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]
