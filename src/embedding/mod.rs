@@ -98,9 +98,9 @@ struct Pending {
 /// Why [`GROUPS`] groups a pass: with one, the 16 clients moved as two groups of 8, one in
 /// each pass, and a pass's core waited while its own group finished their saves (reading the
 /// neighbours, the insert's commit, the answer) and came back: on an AMD EPYC with
-/// AVX512_BF16 the passes of 8 texts took 43 ms and the cores encoded 76 % of the time (287
-/// and 294 saves a second). In four groups of 4, two encode while the other two finish: the
-/// cores encoded 97 % of the time (314 and 318 saves a second; three groups a pass, 312). A
+/// AVX512_BF16 the passes of 8 texts took 44 ms and the cores encoded 82 % of the time (294
+/// saves a second). In four groups of 4, two encode while the other two finish: the cores
+/// encoded 97 % of the time (314 and 318 saves a second; three groups a pass, 312). A
 /// pass of a few texts on a core of its own costs little more per text than large ones there:
 /// two calls side by side, 2 to 16 texts each, ran at 399-425 texts/s against 424-432 for
 /// calls of 256.
