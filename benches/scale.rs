@@ -1849,8 +1849,8 @@ fn write_path_ratios(w: &mut String, config: &Config, m: &Measured) {
     let _ = writeln!(
         w,
         "The model's own throughput on the first {} seeded texts: {single:.0} texts/s one at a \
-         time, {micro:.0} in calls of {} (the texts as many saving clients hold at once), {imported:.0} in the import's \
-         batches of {IMPORT_BATCH}.",
+         time, {micro:.0} in calls of {} (the texts as many saving clients hold at once), \
+         {imported:.0} in the import's batches of {IMPORT_BATCH}.",
         model.seeded_single.results, model.batch
     );
     let _ = writeln!(w);
