@@ -77,12 +77,12 @@ struct Pending {
 /// share of the load, and encodes them in one call, so concurrent saves share the model
 /// instead of queueing for one pass each. Clients that saved together come back a few
 /// milliseconds apart (each finishes its save and sends the next), so taking only what is
-/// waiting would encode them in many small passes. A pass waits for its share instead
-/// ([`gather_target`]: an even share, among [`GROUPS`] groups a pass, of the most texts the
-/// batcher held or expected lately, counting the saves in progress, [`Embeddings::writing`]):
-/// beside a running pass, until it has that many or that pass ends; with the encoder idle, up
-/// to [`GATHER_WINDOW`]. It takes no more than its share: the rest wait for the next pass.
-/// A lone client never waits.
+/// waiting would encode them in passes of uneven size, many of 1 to 3 texts. A pass waits for
+/// its share instead ([`gather_target`]: an even share, among [`GROUPS`] groups a pass, of the
+/// most texts the batcher held or expected lately, counting the saves in progress,
+/// [`Embeddings::writing`]): beside a running pass, until it has that many or that pass ends;
+/// with the encoder idle, up to [`GATHER_WINDOW`]. It takes no more than its share: the rest
+/// wait for the next pass. A lone client never waits.
 ///
 /// Up to [`PASSES`] batches are encoded at once: a pass of a few texts leaves cores idle in
 /// its serial parts (tokenizing, allocating, the steps between two parallel products), and a
