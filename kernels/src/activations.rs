@@ -171,6 +171,50 @@ pub(crate) fn softmax_body(scores: &[f32], mask: &[f32], out: &mut [f32]) {
     }
 }
 
+/// [`softmax_body`] over the first `length` of `scores`, for rows padded to a multiple of
+/// [`LANES`] (`scores` and `out` as long as each other, `length` at most that): each exponent
+/// is taken a whole block at a time, where [`softmax_body`] takes those past the last full
+/// block one at a time, and `out` past `length` is set to 0. The maximum and the sum are
+/// taken in [`softmax_body`]'s order, so `out[..length]` is the same to the bit.
+#[inline(always)]
+pub(crate) fn softmax_padded(scores: &[f32], length: usize, out: &mut [f32]) {
+    debug_assert!(scores.len() == out.len() && length <= scores.len());
+    debug_assert!(scores.len().is_multiple_of(LANES));
+    let full = length / LANES * LANES;
+    let (score_blocks, _) = scores.as_chunks::<LANES>();
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    for s in &score_blocks[..full / LANES] {
+        for i in 0..LANES {
+            lanes[i] = lanes[i].max(s[i]);
+        }
+    }
+    let mut max = lanes.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    for &s in &scores[full..length] {
+        max = max.max(s);
+    }
+    let (out_blocks, _) = out.as_chunks_mut::<LANES>();
+    for (o, s) in out_blocks.iter_mut().zip(score_blocks) {
+        for i in 0..LANES {
+            o[i] = exp_nonpositive((s[i] - max).min(0.0));
+        }
+    }
+    out[length..].fill(0.0);
+    let mut sums = [0.0f32; LANES];
+    for o in &out.as_chunks::<LANES>().0[..full / LANES] {
+        for i in 0..LANES {
+            sums[i] += o[i];
+        }
+    }
+    let mut sum: f32 = sums.iter().sum();
+    for &o in &out[full..length] {
+        sum += o;
+    }
+    let scale = 1.0 / sum;
+    for o in out.iter_mut() {
+        *o *= scale;
+    }
+}
+
 /// `x * Φ(x) = x/2 * (1 + erf(x/√2))`.
 #[inline(always)]
 fn gelu_one(x: f32) -> f32 {
@@ -222,6 +266,29 @@ fn exp_nonpositive(x: f32) -> f32 {
 mod tests {
     use super::*;
     use crate::cpu::runnable;
+
+    #[test]
+    fn the_padded_softmax_is_the_plain_one_to_the_bit() {
+        for length in 1..=70usize {
+            let padded = length.next_multiple_of(LANES);
+            let scores: Vec<f32> = (0..padded)
+                .map(|i| ((i * 7919 + length) % 997) as f32 / 97.0 - 5.0)
+                .collect();
+            let mut plain = vec![0.0f32; length];
+            softmax_body(&scores[..length], &vec![1.0; length], &mut plain);
+            let mut out = vec![f32::NAN; padded];
+            softmax_padded(&scores, length, &mut out);
+            assert_eq!(
+                plain.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                out[..length]
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>(),
+                "{length} keys"
+            );
+            assert!(out[length..].iter().all(|&x| x == 0.0), "{length} keys");
+        }
+    }
 
     #[test]
     fn exp_matches_the_library() {

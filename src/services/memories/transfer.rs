@@ -323,6 +323,7 @@ impl MemoryService {
     /// of them a rule may read (one query per lane). Each line brings its nearest up to date
     /// when it is saved, and uses what was read only if nothing in its lane was edited since.
     async fn look_ahead(&self, drafts: &mut [Line], vectors: &[Vec<f32>]) -> Result<()> {
+        let started = std::time::Instant::now();
         let hashes: Vec<String> = drafts
             .iter()
             .map(|(_, _, _, draft)| content_hash(&draft.memory.content_norm()))
@@ -369,6 +370,7 @@ impl MemoryService {
         if queries.len() != wanted.len() {
             return Ok(());
         }
+        let stored_at = started.elapsed();
         let engine = self.engine.clone();
         let found =
             tokio::task::spawn_blocking(move || engine.nearest_ahead(&queries, SAVE_NEIGHBOURS))
@@ -380,6 +382,7 @@ impl MemoryService {
             .tuning
             .supersede_min_similarity
             .min(self.tuning.dedup_threshold);
+        let nearest_at = started.elapsed();
         let mut asked: HashMap<Lane, Vec<Uuid>> = HashMap::new();
         for (&index, ahead) in wanted.iter().zip(&found) {
             let Some(ahead) = ahead else { continue };
@@ -419,6 +422,8 @@ impl MemoryService {
                 pairs.push((index, memory.content.clone(), olds));
             }
         }
+        let read_at = started.elapsed();
+        let judged = pairs.len();
         let judge = self.judge.clone();
         let verdicts = tokio::task::spawn_blocking(move || {
             pairs
@@ -434,6 +439,16 @@ impl MemoryService {
         })
         .await
         .map_err(|e| Error::Internal(format!("judging ahead failed: {e}")))?;
+        tracing::debug!(
+            lines = drafts.len(),
+            stored_ms = millis(stored_at),
+            nearest_ms = millis(nearest_at - stored_at),
+            read = memories.len(),
+            read_ms = millis(read_at - nearest_at),
+            judged,
+            judge_ms = millis(started.elapsed() - read_at),
+            "import look-ahead done"
+        );
         let memories = std::sync::Arc::new(memories);
         for (index, ahead) in wanted.into_iter().zip(found) {
             let looked_up = &mut drafts[index].3.ahead;
