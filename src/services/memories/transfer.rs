@@ -23,6 +23,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::model::accounts::Role;
 use crate::model::{content_hash, Embedded, Lane, Source};
+use crate::search::NearestAhead;
 use crate::services::{Caller, RateSlot};
 use crate::text::supersession::UpdateJudgement;
 
@@ -132,6 +133,15 @@ type Line = (usize, Option<Uuid>, Option<Uuid>, Draft);
 /// A line of a batch (its index), its text, and the texts of the memories it may update.
 type ToJudge = (usize, String, Vec<(Uuid, String)>);
 
+/// What [`MemoryService::search_ahead`] found: the lines of a batch searched (their indices)
+/// and the nearest memories of each.
+#[derive(Default)]
+struct Searched {
+    wanted: Vec<usize>,
+    found: Vec<Option<NearestAhead>>,
+    took: std::time::Duration,
+}
+
 /// A batch of lines parsed and validated.
 struct Prepared {
     lines: usize,
@@ -143,10 +153,10 @@ struct Prepared {
 impl MemoryService {
     /// Imports JSON lines into a workspace. `progress` is called with the lines done so far.
     ///
-    /// A batch's look-ahead runs on every core first; then the next batch is embedded while
-    /// the current one's lines are saved (on one core, mostly), which leaves a core the model
-    /// can use. Both finish before `progress` is called, so nothing of the import runs while
-    /// it does.
+    /// A batch's look-ahead searches on every core first; then the next batch is embedded while
+    /// the rest of the look-ahead and the current batch's lines run beside it (on one core,
+    /// mostly), which leaves a core the model can use. Both finish before `progress` is
+    /// called, so nothing of the import runs while it does.
     pub async fn import(
         &self,
         workspace_id: Uuid,
@@ -183,14 +193,20 @@ impl MemoryService {
                     _ => None,
                 }
             };
-            // The look-ahead runs on every core before the next batch goes into the model:
-            // started beside it, its parallel work queued on rayon's pool behind the model's
-            // passes and waited for the whole batch (docs/BENCHMARKS.md).
-            let started = std::time::Instant::now();
-            self.look_ahead(&mut current.drafts, &vectors).await?;
-            let ahead = started.elapsed();
+            // The look-ahead's searches run on every core before the next batch goes into the
+            // model: started beside it, their parallel work queued on rayon's pool behind the
+            // model's passes and waited for the whole batch (docs/BENCHMARKS.md). Its reads
+            // and verdicts, mostly waits on the database and one thread's work, run beside it.
+            let searched = self.search_ahead(&current.drafts, &vectors).await?;
+            let beside = next.as_ref().is_ok_and(Option::is_some);
             let (saved, next_vectors) = tokio::join!(
-                self.import_batch(&caller, current, vectors, ahead, &mut imported, &mut report),
+                async {
+                    let ahead = self
+                        .read_ahead(&mut current.drafts, searched, beside)
+                        .await?;
+                    self.import_batch(&caller, current, vectors, ahead, &mut imported, &mut report)
+                        .await
+                },
                 upcoming
             );
             saved?;
@@ -316,13 +332,54 @@ impl MemoryService {
         Ok(())
     }
 
-    /// What every line of a batch would look up in turn, looked up at once before the
-    /// lines are saved: which texts are stored already (one query per lane and project), the
-    /// nearest memories of each line that will look for them (those not naming the memory
-    /// they update), on every core, against the lanes as they are before the batch, and those
-    /// of them a rule may read (one query per lane). Each line brings its nearest up to date
-    /// when it is saved, and uses what was read only if nothing in its lane was edited since.
-    async fn look_ahead(&self, drafts: &mut [Line], vectors: &[Vec<f32>]) -> Result<()> {
+    /// The first part of the look-ahead ([`Self::read_ahead`] takes the rest): the nearest
+    /// memories of each line of a batch that will look for them (those not naming the memory
+    /// they update), on every core, against the lanes as they are before the batch.
+    async fn search_ahead(&self, drafts: &[Line], vectors: &[Vec<f32>]) -> Result<Searched> {
+        let started = std::time::Instant::now();
+        let wanted: Vec<usize> = drafts
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, _, supersedes, draft))| supersedes.is_none() && draft.infer)
+            .map(|(index, _)| index)
+            .collect();
+        let queries: Vec<_> = wanted
+            .iter()
+            .filter_map(|&index| {
+                let draft = &drafts[index].3;
+                let vector = vectors.get(index)?.clone();
+                Some((draft.lane.clone(), vector, neighbour_filter(&draft.memory)))
+            })
+            .collect();
+        if queries.len() != wanted.len() {
+            return Ok(Searched::default());
+        }
+        let engine = self.engine.clone();
+        let found =
+            tokio::task::spawn_blocking(move || engine.nearest_ahead(&queries, SAVE_NEIGHBOURS))
+                .await
+                .map_err(|e| Error::Internal(format!("the neighbour search failed: {e}")))?;
+        Ok(Searched {
+            wanted,
+            found,
+            took: started.elapsed(),
+        })
+    }
+
+    /// What every line of a batch would look up in turn, looked up at once before the lines
+    /// are saved: which texts are stored already (one query per lane and project), the nearest
+    /// memories [`Self::search_ahead`] found that a rule may read (one query per lane), and
+    /// the verdicts of the pairs a line's fact-update check would judge. Each line brings its
+    /// nearest up to date when it is saved, and uses what was read only if nothing in its lane
+    /// was edited since. `beside_model`: the next batch is being embedded, so the verdicts are
+    /// taken on one thread, not queued on rayon's pool behind the model's passes. Returns how
+    /// long the whole look-ahead took (for the log).
+    async fn read_ahead(
+        &self,
+        drafts: &mut [Line],
+        searched: Searched,
+        beside_model: bool,
+    ) -> Result<std::time::Duration> {
         let started = std::time::Instant::now();
         let hashes: Vec<String> = drafts
             .iter()
@@ -352,37 +409,19 @@ impl MemoryService {
             let known = stored.get(&key).is_some_and(|found| found.contains(&hash));
             draft.ahead.new_text = !known && seen.insert(hash);
         }
-
-        let wanted: Vec<usize> = drafts
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, _, supersedes, draft))| supersedes.is_none() && draft.infer)
-            .map(|(index, _)| index)
-            .collect();
-        let queries: Vec<_> = wanted
-            .iter()
-            .filter_map(|&index| {
-                let draft = &drafts[index].3;
-                let vector = vectors.get(index)?.clone();
-                Some((draft.lane.clone(), vector, neighbour_filter(&draft.memory)))
-            })
-            .collect();
-        if queries.len() != wanted.len() {
-            return Ok(());
-        }
         let stored_at = started.elapsed();
-        let engine = self.engine.clone();
-        let found =
-            tokio::task::spawn_blocking(move || engine.nearest_ahead(&queries, SAVE_NEIGHBOURS))
-                .await
-                .map_err(|e| Error::Internal(format!("the neighbour search failed: {e}")))?;
+
+        let Searched {
+            wanted,
+            found,
+            took: nearest_took,
+        } = searched;
         // The memories near enough for a rule to read them, read after the search (an edit
         // in between is seen by the line, which then reads them itself).
         let near = self
             .tuning
             .supersede_min_similarity
             .min(self.tuning.dedup_threshold);
-        let nearest_at = started.elapsed();
         let mut asked: HashMap<Lane, Vec<Uuid>> = HashMap::new();
         for (&index, ahead) in wanted.iter().zip(&found) {
             let Some(ahead) = ahead else { continue };
@@ -402,8 +441,8 @@ impl MemoryService {
                 memories.insert(memory.id, memory);
             }
         }
-        // The pairs a line's fact-update check would judge, judged in parallel by an offline
-        // judge (an LLM judge is asked at the line, only as far as the check goes).
+        // The pairs a line's fact-update check would judge, judged by an offline judge (an
+        // LLM judge is asked at the line, only as far as the check goes).
         let mut pairs: Vec<ToJudge> = Vec::new();
         for (&index, ahead) in wanted.iter().zip(&found) {
             let Some(ahead) = ahead else { continue };
@@ -426,27 +465,30 @@ impl MemoryService {
         let judged = pairs.len();
         let judge = self.judge.clone();
         let verdicts = tokio::task::spawn_blocking(move || {
-            pairs
-                .into_par_iter()
-                .map(|(index, new, olds)| {
-                    let verdicts: HashMap<Uuid, UpdateJudgement> = olds
-                        .into_iter()
-                        .filter_map(|(id, old)| Some((id, judge.judge_offline(&old, &new)?)))
-                        .collect();
-                    (index, verdicts)
-                })
-                .collect::<Vec<_>>()
+            let verdicts = |(index, new, olds): ToJudge| {
+                let verdicts: HashMap<Uuid, UpdateJudgement> = olds
+                    .into_iter()
+                    .filter_map(|(id, old)| Some((id, judge.judge_offline(&old, &new)?)))
+                    .collect();
+                (index, verdicts)
+            };
+            if beside_model {
+                pairs.into_iter().map(verdicts).collect::<Vec<_>>()
+            } else {
+                pairs.into_par_iter().map(verdicts).collect::<Vec<_>>()
+            }
         })
         .await
         .map_err(|e| Error::Internal(format!("judging ahead failed: {e}")))?;
         tracing::debug!(
             lines = drafts.len(),
+            nearest_ms = millis(nearest_took),
             stored_ms = millis(stored_at),
-            nearest_ms = millis(nearest_at - stored_at),
             read = memories.len(),
-            read_ms = millis(read_at - nearest_at),
+            read_ms = millis(read_at - stored_at),
             judged,
             judge_ms = millis(started.elapsed() - read_at),
+            beside_model,
             "import look-ahead done"
         );
         let memories = std::sync::Arc::new(memories);
@@ -458,7 +500,7 @@ impl MemoryService {
         for (index, verdicts) in verdicts {
             drafts[index].3.ahead.verdicts = verdicts;
         }
-        Ok(())
+        Ok(nearest_took + started.elapsed())
     }
 
     /// Saves one embedded line; its new memory, if any, joins `lines.pending`. An error is
