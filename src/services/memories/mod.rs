@@ -841,7 +841,8 @@ pub(crate) struct Draft {
 }
 
 /// What an import batch looks up for its lines at once, before it saves them one after the
-/// other (`search_ahead` and `read_ahead` in `transfer.rs`); each line uses it only where nothing changed since.
+/// other (`search_ahead` and `read_ahead` in `transfer.rs`); each line uses it only where
+/// nothing changed since.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LookedUp {
     /// Its nearest memories, searched with the rest of the batch.
