@@ -71,10 +71,13 @@ impl Default for VectorConfig {
             segment_max: 262_144,
             // On 20,000 and 96,000 memory vectors of the scale bench (MiniLM), 300 of its
             // vectors as queries: 200 gave recall@10 0.993 / 0.985 against the exact scan at
-            // ef_search 100, for 0.18 / 0.26 ms of one core per vector built (100: 0.989 at
-            // 20,000 for 0.095 ms). Every vector is built once per level, on a core the model
-            // needs for the next import batch or save (docs/BENCHMARKS.md).
-            ef_construction: 200,
+            // ef_search 100, for 0.18 / 0.26 ms of one core per vector built; 100 gave 0.989 at
+            // 20,000 for 0.095 ms. Every memory vector is built once per level, on a core the
+            // model needs for the next import batch or save: with 100, an import of 100,000 ran
+            // 529 lines/s against 504 (Zen 5), with the same memories created and LoCoMo's
+            // figures unchanged (docs/BENCHMARKS.md). The Context Vault keeps 200
+            // ([`VectorConfig::for_vault`]).
+            ef_construction: 100,
             ef_search: 100,
             // A save asks for its 5 nearest, to find near-duplicates and the facts it may
             // update. 100 -> 32 on a 40,000-line import of the scale bench: the lookup took
@@ -82,6 +85,19 @@ impl Default for VectorConfig {
             // with the same memories created and the same 18 fact updates
             // (docs/BENCHMARKS.md).
             ef_nearest: 32,
+        }
+    }
+}
+
+impl VectorConfig {
+    /// The Context Vault's indexes (chunks and the facts cited from them): graphs built 200
+    /// wide. They grow at the documents' pace, and their vectors alone are a retrieval mode of
+    /// the vault: built 100 wide, SciFact's vectors-only ranking fell from nDCG@10 0.701 and
+    /// R@100 0.943 to 0.700 and 0.940 (docs/BENCHMARKS.md).
+    pub fn for_vault() -> Self {
+        Self {
+            ef_construction: 200,
+            ..Self::default()
         }
     }
 }

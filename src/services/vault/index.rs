@@ -72,8 +72,8 @@ pub fn memory_doc(memory: &VaultMemory) -> IndexDoc {
 impl VaultIndexes {
     pub fn new(dims: usize) -> Result<Self, SearchError> {
         Ok(VaultIndexes {
-            chunks: SearchEngine::new(dims, VectorConfig::default())?,
-            memories: SearchEngine::new(dims, VectorConfig::default())?,
+            chunks: SearchEngine::new(dims, VectorConfig::for_vault())?,
+            memories: SearchEngine::new(dims, VectorConfig::for_vault())?,
         })
     }
 
