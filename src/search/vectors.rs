@@ -74,9 +74,9 @@ impl Default for VectorConfig {
             // ef_search 100, for 0.18 / 0.26 ms of one core per vector built; 100 gave 0.989 at
             // 20,000 for 0.095 ms. Every memory vector is built once per level, on a core the
             // model needs for the next import batch or save: with 100, an import of 100,000 ran
-            // 529 lines/s against 504 (Zen 5), with the same memories created and LoCoMo's
-            // figures unchanged (docs/BENCHMARKS.md). The Context Vault keeps 200
-            // ([`VectorConfig::for_vault`]).
+            // 529 lines/s against 504 (Zen 5), the memories created within the spread of runs
+            // at 200 and LoCoMo's figures unchanged (docs/BENCHMARKS.md). The Context Vault
+            // keeps 200 ([`VectorConfig::for_vault`]).
             ef_construction: 100,
             ef_search: 100,
             // A save asks for its 5 nearest, to find near-duplicates and the facts it may
