@@ -31,7 +31,9 @@ use rayon::prelude::*;
 use crate::cpu::Isa;
 use crate::products::PANEL;
 #[cfg(target_arch = "x86_64")]
-use crate::products::{by_height, for_each_task, for_each_tile, SharedOut, ROWS_PER_TASK};
+use crate::products::{
+    by_height, for_each_task, for_each_tile, SharedOut, FETCH_AHEAD, ROWS_PER_TASK,
+};
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
 
@@ -243,7 +245,8 @@ impl PackedDense {
         out
     }
 
-    /// Rows `first..first + count` of panel `panel`, tile by tile.
+    /// Rows `first..first + count` of panel `panel`, tile by tile. The first tile fetches the
+    /// panel ahead of its reads ([`FETCH_AHEAD`]), as in the `f32` kernel.
     ///
     /// # Safety
     /// The CPU supports AVX-512 F and BF16; `first + count <= rows` of `a`; `out` is the
@@ -258,7 +261,17 @@ impl PackedDense {
             // SAFETY: the caller's guarantees; `out` holds `rows x outputs` floats.
             unsafe {
                 let dst = out.at(row * self.outputs + panel * PANEL);
-                by_height!(take, tile(a_rows, pairs, b, bias, dst, self.outputs));
+                if row == first {
+                    by_height!(
+                        take,
+                        tile::<{ true }>(a_rows, pairs, b, bias, dst, self.outputs)
+                    );
+                } else {
+                    by_height!(
+                        take,
+                        tile::<{ false }>(a_rows, pairs, b, bias, dst, self.outputs)
+                    );
+                }
             }
         });
     }
@@ -333,14 +346,15 @@ unsafe fn round_bf16(x: &[f32], out: &mut [MaybeUninit<u16>]) {
 }
 
 /// One tile: `R` rows of `a` (row-major bfloat16, `2 * pairs` a row) by one packed panel,
-/// plus the panel's bias, stored at `dst` (row stride `stride` floats).
+/// plus the panel's bias, stored at `dst` (row stride `stride` floats). With `FETCH`, each step
+/// also asks for the panel's weights [`FETCH_AHEAD`] pairs ahead.
 ///
 /// # Safety
 /// The CPU supports AVX-512 F and BF16; `a` holds `R` rows; `b` is one panel of `pairs`
 /// pairs; `bias` holds 64 floats; `dst` points at `R` rows of at least 64 writable floats.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn tile<const R: usize>(
+unsafe fn tile<const R: usize, const FETCH: bool>(
     a: &[u16],
     pairs: usize,
     b: &[u16],
@@ -358,6 +372,12 @@ unsafe fn tile<const R: usize>(
         // the 32 bits at `a + r * pairs + p` (both within the bounds asserted above).
         unsafe {
             let at = b.add(p * PANEL * 2);
+            if FETCH && p + FETCH_AHEAD < pairs {
+                let ahead = at.add(FETCH_AHEAD * PANEL * 2).cast::<i8>();
+                for line in [0, 64, 128, 192] {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.add(line));
+                }
+            }
             let w = [
                 _mm512_loadu_si512(at.cast()),
                 _mm512_loadu_si512(at.add(32).cast()),

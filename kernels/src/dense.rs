@@ -21,7 +21,9 @@
 use crate::cpu::Isa;
 use crate::products::PANEL;
 #[cfg(target_arch = "x86_64")]
-use crate::products::{by_height, for_each_task, for_each_tile, SharedOut, ROWS_PER_TASK};
+use crate::products::{
+    by_height, for_each_task, for_each_tile, SharedOut, FETCH_AHEAD, ROWS_PER_TASK,
+};
 
 /// The variants of [`PackedF32`]'s product (its plain loops are the tests' reference).
 pub const VARIANTS: [Isa; 1] = [Isa::Avx512];
@@ -165,16 +167,6 @@ impl PackedF32 {
         out
     }
 }
-
-/// How many inputs ahead a task's first tile asks for its panel's weights (`prefetcht0`; 256
-/// bytes an input, so 8 KB ahead). That tile reads the panel from memory, the tiles after it
-/// from the cache. Two callers of 4 memory texts each (a pass of about 120 rows a core, 20
-/// tiles a panel) ran 303-306 texts/s without the fetch and 323-337 with it, calls of 256
-/// 338-342 and 353-362 (Xeon with AVX-512, rounds in turns; 8, 16 or 64 inputs ahead did no
-/// better, nor fetching in the first task of a panel only). With this and the tasks panel by
-/// panel (`for_each_task`), 16 clients saving at 20,000 memories ran 243-257 saves/s against
-/// 233-241 with neither (docs/BENCHMARKS.md).
-const FETCH_AHEAD: usize = 32;
 
 /// One tile: `R` rows of `a` (row-major, `inputs` a row) by one packed panel, plus the panel's
 /// bias, stored at `dst` (row stride `stride` floats). With `FETCH`, each step also asks for
