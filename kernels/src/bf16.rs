@@ -369,7 +369,8 @@ unsafe fn tile<const R: usize, const FETCH: bool>(
     let b = b.as_ptr();
     for p in 0..pairs {
         // SAFETY: pair `p` of the panel is 128 halves at `b + p * 128`; pair `p` of row `r` is
-        // the 32 bits at `a + r * pairs + p` (both within the bounds asserted above).
+        // the 32 bits at `a + r * pairs + p` (both within the bounds asserted above); the fetch
+        // reads pair `p + FETCH_AHEAD`, inside the panel by its check.
         unsafe {
             let at = b.add(p * PANEL * 2);
             if FETCH && p + FETCH_AHEAD < pairs {

@@ -193,7 +193,8 @@ unsafe fn tile<const R: usize, const FETCH: bool>(
     let (a, b) = (a.as_ptr(), b.as_ptr());
     for k in 0..inputs {
         // SAFETY: input `k` of the panel is the 64 floats at `b + k * 64`, input `k` of row
-        // `r` the float at `a + r * inputs + k` (both within the bounds asserted above).
+        // `r` the float at `a + r * inputs + k` (both within the bounds asserted above); the
+        // fetch reads input `k + FETCH_AHEAD`, inside the panel by its check.
         unsafe {
             let at = b.add(k * PANEL);
             if FETCH && k + FETCH_AHEAD < inputs {

@@ -54,9 +54,10 @@ impl SharedOut {
 /// The tasks go panel by panel, each panel's blocks in turn, so a thread that takes a run of
 /// them reads a panel from memory once and from its own cache for the blocks after the first
 /// (block by block, each block of rows read the whole weight matrix again: 42 MB of `f32`
-/// weights over the encoder's layers). Calls of 256 memory texts ran 347-349 texts/s against 335-336, an import at
-/// 20,000 300-304 lines/s against 286-287 (Xeon with AVX-512, `f32` products, two runs each
-/// in turns; docs/BENCHMARKS.md). Each output is still one tile's sum, in the same order.
+/// weights over the encoder's layers). Calls of 256 memory texts ran 347-349 texts/s against
+/// 335-336, an import at 20,000 300-304 lines/s against 286-287 (Xeon with AVX-512, `f32`
+/// products, two runs each in turns; docs/BENCHMARKS.md). Each output is still one tile's sum,
+/// in the same order.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn for_each_task(
     rows: usize,
