@@ -261,17 +261,11 @@ impl PackedDense {
             // SAFETY: the caller's guarantees; `out` holds `rows x outputs` floats.
             unsafe {
                 let dst = out.at(row * self.outputs + panel * PANEL);
-                if row == first {
-                    by_height!(
-                        take,
-                        tile::<{ true }>(a_rows, pairs, b, bias, dst, self.outputs)
-                    );
-                } else {
-                    by_height!(
-                        take,
-                        tile::<{ false }>(a_rows, pairs, b, bias, dst, self.outputs)
-                    );
-                }
+                by_height!(
+                    take,
+                    row == first,
+                    tile(a_rows, pairs, b, bias, dst, self.outputs)
+                );
             }
         });
     }

@@ -133,17 +133,11 @@ impl PackedF32 {
             // SAFETY: the caller's guarantees; `out` has room for `rows x outputs` floats.
             unsafe {
                 let dst = out.at(row * self.outputs + panel * PANEL);
-                if row == first {
-                    by_height!(
-                        take,
-                        tile::<{ true }>(a, self.inputs, b, bias, dst, self.outputs)
-                    );
-                } else {
-                    by_height!(
-                        take,
-                        tile::<{ false }>(a, self.inputs, b, bias, dst, self.outputs)
-                    );
-                }
+                by_height!(
+                    take,
+                    row == first,
+                    tile(a, self.inputs, b, bias, dst, self.outputs)
+                );
             }
         });
     }

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 pub(crate) const PANEL: usize = 64;
 /// Rows per register tile (4 x 6 sums, 4 panel loads and one broadcast: 29 of 32 registers).
 pub(crate) const TILE: usize = 6;
-/// Rows per parallel task: a panel is read from cache for this many rows.
+/// Rows per parallel task: the grain of a product's split across threads.
 pub(crate) const ROWS_PER_TASK: usize = 8 * TILE;
 
 /// How many steps ahead a task's first tile asks for its panel's weights (`prefetcht0`; a step
@@ -85,18 +85,25 @@ pub(crate) fn for_each_tile(first: usize, count: usize, mut tile: impl FnMut(usi
     }
 }
 
-/// `$tile::<R>(args...)` with `R` the tile height `$take` (1 to [`TILE`]): each height is its
-/// own code, its sums a fixed array of registers. `$tile::<{ flag }>(...)` passes one more
-/// const argument after the height: `$tile::<R, { flag }>(...)`.
+/// `$tile::<R, FETCH>(args...)` with `R` the tile height `$take` (1 to [`TILE`]) and `FETCH`
+/// the value of `$fetch` (whether the tile fetches its panel ahead, [`FETCH_AHEAD`]): each
+/// height and choice is its own code, its sums a fixed array of registers.
 macro_rules! by_height {
-    ($take:expr, $tile:ident $(::<{ $extra:expr }>)? ($($arg:expr),* $(,)?)) => {
+    ($take:expr, $fetch:expr, $tile:ident($($arg:expr),* $(,)?)) => {
+        if $fetch {
+            $crate::products::by_height!(@rows $take, true, $tile($($arg),*))
+        } else {
+            $crate::products::by_height!(@rows $take, false, $tile($($arg),*))
+        }
+    };
+    (@rows $take:expr, $fetch:literal, $tile:ident($($arg:expr),*)) => {
         match $take {
-            6 => $tile::<6 $(, { $extra })?>($($arg),*),
-            5 => $tile::<5 $(, { $extra })?>($($arg),*),
-            4 => $tile::<4 $(, { $extra })?>($($arg),*),
-            3 => $tile::<3 $(, { $extra })?>($($arg),*),
-            2 => $tile::<2 $(, { $extra })?>($($arg),*),
-            _ => $tile::<1 $(, { $extra })?>($($arg),*),
+            6 => $tile::<6, $fetch>($($arg),*),
+            5 => $tile::<5, $fetch>($($arg),*),
+            4 => $tile::<4, $fetch>($($arg),*),
+            3 => $tile::<3, $fetch>($($arg),*),
+            2 => $tile::<2, $fetch>($($arg),*),
+            _ => $tile::<1, $fetch>($($arg),*),
         }
     };
 }
