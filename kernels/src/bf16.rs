@@ -17,10 +17,14 @@
 //! multiplied with `tdpbf16ps`, which takes a tile of 16 rows by 32 inputs and a tile of 16
 //! pairs of inputs by 16 columns in one instruction: one pair-row of a panel is 16 columns of
 //! 4 bytes, so a weight tile is 16 pair-rows read at the panel's stride, with no second
-//! layout. The rows of `x` are padded with zeros to a multiple of 32. Each task computes 32
-//! rows by one panel in two 32 x 32 halves, four 16 x 16 sums held in tiles through the whole
-//! input dimension. Measured on one Xeon: 4 to 6 times the throughput of the AVX-512 kernel
-//! (docs/BENCHMARKS.md).
+//! layout. Each task computes 32 rows by one panel in two 32 x 32 halves, four 16 x 16 sums
+//! held in tiles through the whole input dimension; a task of fewer rows (the last of a
+//! product, or all of a query's dozen tokens) configures its tiles with only those rows, and
+//! one of 16 or fewer uses two sums a half. Padding to 32 rows instead, a product of 8 to 16
+//! rows took 1.3 to 2.2 times as long (the encoder's four shapes, three rounds each in turns,
+//! Xeon with AMX), one of 100 or 140 rows 1.05 to 1.2 times; the model one text at a time ran
+//! 424-438 texts/s against 480-487. Measured on one Xeon: 4 to 6 times the throughput of the
+//! AVX-512 kernel (docs/BENCHMARKS.md).
 //!
 //! A [`PackedDense`] exists only where the CPU can run it ([`supported`]); the encoder keeps
 //! `f32` weights elsewhere.
@@ -199,14 +203,14 @@ impl PackedDense {
         }
     }
 
-    /// [`PackedDense::forward`] with AMX tiles: one task per 32 rows (zero-padded) and panel.
+    /// [`PackedDense::forward`] with AMX tiles: one task per 32 rows (fewer in the last) and
+    /// panel.
     #[cfg(target_arch = "x86_64")]
     fn forward_amx(&self, x: &[f32]) -> Vec<f32> {
         let rows = x.len() / self.inputs;
         let len = rows * self.outputs;
         let mut out: Vec<f32> = Vec::with_capacity(len);
-        let blocks = rows.div_ceil(AMX_ROWS);
-        let a = to_bf16_rows(x, blocks * AMX_ROWS * self.inputs);
+        let a = to_bf16_rows(x, x.len());
         let pairs = self.inputs / 2;
         let out_ptr = SharedOut::new(out.as_mut_ptr());
         for_each_task(
@@ -215,12 +219,12 @@ impl PackedDense {
             AMX_ROWS,
             |first, count, panel| {
                 let mut sums = [0.0f32; AMX_ROWS * PANEL];
-                let a_rows = &a[first * self.inputs..(first + AMX_ROWS) * self.inputs];
+                let a_rows = &a[first * self.inputs..(first + count) * self.inputs];
                 let b = &self.panels[panel * pairs * PANEL * 2..(panel + 1) * pairs * PANEL * 2];
                 // SAFETY: a `PackedDense` with `Isa::Amx` exists only where `amx_supported()`
-                // and the inputs are a multiple of `AMX_DEPTH` (`pack_with`); `a_rows` holds 32
-                // rows and `b` one whole panel.
-                unsafe { amx::panel(a_rows, self.inputs, b, &mut sums) };
+                // and the inputs are a multiple of `AMX_DEPTH` (`pack_with`); `a_rows` holds the
+                // task's `count` rows (1 to 32) and `b` one whole panel.
+                unsafe { amx::panel(a_rows, count, self.inputs, b, &mut sums) };
                 let bias = &self.bias[panel * PANEL..(panel + 1) * PANEL];
                 for r in 0..count {
                     // SAFETY: each task writes only its own rows of its own panel's columns,
@@ -422,50 +426,103 @@ mod amx {
         }
     }
 
-    /// The tile configuration (palette 1): tiles 0-7 all 16 rows of 64 bytes. Tiles 0-3 hold
-    /// 16 x 16 `f32` sums, 4-5 two 16-row slices of `x` (32 bfloat16 a row), 6-7 two 16-column
-    /// slices of a panel (16 pairs a row, one pair per column).
+    /// A tile configuration (palette 1), 64 bytes: each tile's bytes a row (`colsb`) and rows.
     #[repr(C, align(64))]
     struct Config([u8; 64]);
 
-    static CONFIG: Config = {
-        let mut bytes = [0u8; 64];
-        bytes[0] = 1;
-        let mut tile = 0;
-        while tile < 8 {
-            bytes[16 + 2 * tile] = 64;
-            bytes[48 + tile] = 16;
-            tile += 1;
+    /// The configuration for a task of `rows` rows (1 to 32), at index `rows - 1`: tiles 0-3
+    /// hold 16 x 16 `f32` sums (0-1 the first 16 rows, 2-3 the rest), 4-5 the same two slices
+    /// of `x` (32 bfloat16 a row), 6-7 two 16-column slices of a panel (16 pairs a row, one
+    /// pair per column). The tiles of `x` and of the sums have only the task's rows, so a short
+    /// task (a query of a dozen tokens, the last rows of a pass) multiplies no padding; with 16
+    /// rows or fewer, tiles 2, 3 and 5 are left unconfigured and unused.
+    static CONFIGS: [Config; ROWS] = {
+        let mut configs = [const { Config([0; 64]) }; ROWS];
+        let mut index = 0;
+        while index < ROWS {
+            let rows = index + 1;
+            let first = if rows < 16 { rows } else { 16 };
+            let second = rows - first;
+            let tile_rows = [first, first, second, second, first, second, 16, 16];
+            let bytes = &mut configs[index].0;
+            bytes[0] = 1;
+            let mut tile = 0;
+            while tile < 8 {
+                if tile_rows[tile] > 0 {
+                    bytes[16 + 2 * tile] = 64;
+                    bytes[48 + tile] = tile_rows[tile] as u8;
+                }
+                tile += 1;
+            }
+            index += 1;
         }
-        Config(bytes)
+        configs
     };
 
-    /// `a` (32 rows of `inputs` bfloat16) times one packed panel `b` (`inputs / 2` pair-rows
-    /// of 64 columns) into `sums` (32 rows of 64 `f32`, row-major), without the bias.
+    /// `a` (`rows` rows of `inputs` bfloat16, 1 to 32 rows) times one packed panel `b`
+    /// (`inputs / 2` pair-rows of 64 columns) into the first `rows` rows of `sums` (32 rows of
+    /// 64 `f32`, row-major), without the bias.
     ///
     /// # Safety
     /// The CPU has AMX-TILE and AMX-BF16 and the process was granted the tile state
-    /// ([`super::amx_supported`]); `inputs` is a non-zero multiple of [`DEPTH`]; `a` holds
-    /// `32 * inputs` halves and `b` `inputs * 64`.
-    pub unsafe fn panel(a: &[u16], inputs: usize, b: &[u16], sums: &mut [f32; ROWS * 64]) {
+    /// ([`super::amx_supported`]); `inputs` is a non-zero multiple of [`DEPTH`]; `rows` is 1 to
+    /// 32; `a` holds `rows * inputs` halves and `b` `inputs * 64`.
+    pub unsafe fn panel(
+        a: &[u16],
+        rows: usize,
+        inputs: usize,
+        b: &[u16],
+        sums: &mut [f32; ROWS * 64],
+    ) {
         debug_assert!(inputs > 0 && inputs.is_multiple_of(DEPTH));
-        debug_assert!(a.len() >= ROWS * inputs && b.len() >= inputs * 64);
+        debug_assert!((1..=ROWS).contains(&rows));
+        debug_assert!(a.len() >= rows * inputs && b.len() >= inputs * 64);
         let a_stride = inputs * 2;
         let b_stride: usize = 64 * 4;
         let sums_stride: usize = 64 * 4;
         let steps = inputs / DEPTH;
-        // SAFETY: the caller's guarantees. Every load reads 16 rows of 64 bytes inside `a` or
-        // `b` (rows `0..16` and `16..32` of `a` at columns `32 s..32 s + 32`; pair-rows
-        // `16 s..16 s + 16` of `b` at byte offsets `half * 128` and `+ 64` of a 256-byte row),
-        // every store writes 16 rows of 64 bytes inside `sums`. No Rust code uses the tile
+        // SAFETY: the caller's guarantees. Every load reads the configured rows of 64 bytes
+        // inside `a` or `b` (rows `0..16` and `16..rows` of `a` at columns `32 s..32 s + 32`;
+        // pair-rows `16 s..16 s + 16` of `b` at byte offsets `half * 128` and `+ 64` of a
+        // 256-byte row), every store writes the configured rows of 64 bytes inside `sums`. Tiles
+        // 2, 3 and 5 are used only where `rows > 16` configured them. No Rust code uses the tile
         // registers, and each block zeroes its sums before use.
         unsafe {
-            asm!("ldtilecfg [{}]", in(reg) CONFIG.0.as_ptr(), options(nostack, readonly));
+            let config = &CONFIGS[rows - 1];
+            asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly));
             for half in 0..2 {
                 let a0 = a.as_ptr().cast::<u8>();
-                let a1 = a0.add(16 * a_stride);
                 let b0 = b.as_ptr().cast::<u8>().add(half * 128);
                 let c0 = sums.as_mut_ptr().cast::<u8>().add(half * 128);
+                if rows <= 16 {
+                    asm!(
+                        "tilezero tmm0",
+                        "tilezero tmm1",
+                        "2:",
+                        "tileloadd tmm4, [{a0} + {a_stride} * 1]",
+                        "tileloadd tmm6, [{b0} + {b_stride} * 1]",
+                        "tileloadd tmm7, [{b0} + {b_stride} * 1 + 64]",
+                        "tdpbf16ps tmm0, tmm4, tmm6",
+                        "tdpbf16ps tmm1, tmm4, tmm7",
+                        "add {a0}, 64",
+                        "add {b0}, {b_step}",
+                        "dec {steps}",
+                        "jnz 2b",
+                        "tilestored [{c0} + {c_stride} * 1], tmm0",
+                        "tilestored [{c0} + {c_stride} * 1 + 64], tmm1",
+                        a0 = inout(reg) a0 => _,
+                        b0 = inout(reg) b0 => _,
+                        steps = inout(reg) steps => _,
+                        a_stride = in(reg) a_stride,
+                        b_stride = in(reg) b_stride,
+                        b_step = in(reg) 16 * b_stride,
+                        c0 = in(reg) c0,
+                        c_stride = in(reg) sums_stride,
+                        options(nostack),
+                    );
+                    continue;
+                }
+                let a1 = a0.add(16 * a_stride);
                 let c1 = c0.add(16 * sums_stride);
                 asm!(
                     "tilezero tmm0",
@@ -546,8 +603,8 @@ mod tests {
 
     /// Each variant this CPU runs against the scalar reading of the same packed weights and
     /// against the `f32` product: every AVX-512 tile height (1 to 6 rows), row counts around
-    /// AMX's 16-row tiles and 32-row tasks, inputs of one and of many tile steps, several
-    /// panels; and AMX against AVX-512 where both run.
+    /// AMX's 16-row tiles and 32-row tasks and over more than one chunk of rows, inputs of one
+    /// and of many tile steps, several panels; and AMX against AVX-512 where both run.
     #[test]
     fn each_variant_matches_the_scalar_product() {
         let mut rng = StdRng::seed_from_u64(4);
@@ -563,7 +620,7 @@ mod tests {
                 by_variant.push(packed);
             }
             let rows = [
-                1, 2, 3, 4, 5, 6, 7, 13, 15, 16, 17, 31, 32, 33, 48, 49, 64, 100,
+                1, 2, 3, 4, 5, 6, 7, 13, 15, 16, 17, 31, 32, 33, 48, 49, 64, 100, 300,
             ];
             for rows in rows {
                 let x = random(&mut rng, rows * inputs);

@@ -253,8 +253,8 @@ mod tests {
     }
 
     /// The AVX-512 product against the scalar reading of the same packed weights and against
-    /// the plain product: every tile height (1 to 6 rows), row counts around a task's 48, an
-    /// odd number of inputs, several panels.
+    /// the plain product: every tile height (1 to 6 rows), row counts around a task's 48 and
+    /// over more than one chunk of rows, an odd number of inputs, several panels.
     #[test]
     fn each_variant_matches_the_scalar_product() {
         let mut rng = StdRng::seed_from_u64(6);
@@ -265,7 +265,7 @@ mod tests {
                 let packed = PackedF32::pack(&w, inputs, outputs, &bias)
                     .unwrap_or_else(|| panic!("{} runs here and the shape fits", isa.name()));
                 assert_eq!((packed.inputs(), packed.outputs()), (inputs, outputs));
-                for rows in [1, 2, 3, 4, 5, 6, 7, 13, 47, 48, 49, 96, 100] {
+                for rows in [1, 2, 3, 4, 5, 6, 7, 13, 47, 48, 49, 96, 100, 300] {
                     let x = random(&mut rng, rows * inputs);
                     let got = packed.forward(&x).expect("whole rows");
                     assert_eq!(got.len(), rows * outputs);
