@@ -49,25 +49,26 @@ impl SharedOut {
 
 /// Rows per chunk of a product's split ([`for_each_task`]): about 200 KB of a 384-wide layer's
 /// rows in bfloat16 (400 KB in `f32`), 0.8 MB (1.5 MB) of a 1536-wide one, which a core's L2
-/// holds beside the panel it works on.
+/// (2 MB on the Xeons measured) holds beside the panel it works on.
 pub(crate) const ROWS_PER_CHUNK: usize = 256;
 
 /// Runs `task(first, count, panel)`, in parallel, for every block of `rows_per_task` rows
 /// (`count` of them, fewer in the last block) of a `rows`-row product and each of its `panels`
 /// panels: the tasks own disjoint rows of disjoint columns.
 ///
-/// The tasks go chunk by chunk ([`ROWS_PER_CHUNK`] rows, whole blocks), within a chunk panel
-/// by panel, each panel's blocks in turn. A thread that takes a run of them reads a panel from
+/// The tasks go chunk by chunk ([`ROWS_PER_CHUNK`] rows, whole blocks), within a chunk panel by
+/// panel, each panel's blocks in turn. A thread that takes a run of them reads a panel from
 /// memory once and from its cache for the chunk's other blocks, and the chunk's rows from its
 /// cache for every panel after the first. Block by block, each block would read the whole
 /// weight matrix again (42 MB of `f32` weights over the encoder's layers); panel by panel over
-/// all the rows, each panel would read all the rows again (a call of 256 memory texts, about
-/// 9,000 rows: 3.5 MB a 384-wide layer in bfloat16, 14 MB a 1536-wide one in `f32`). A pass of a
-/// few texts is one chunk. The four shapes of the encoder's layers at 9,000 rows, eight rounds
-/// in turns (Xeon with AMX, 2026-11-30): bfloat16 on tiles 95 ms at the median against 123 panel
-/// by panel, `f32` in AVX-512 175 against 218; the model in calls of 256 640 texts/s against
-/// 607 (six rounds each, a host whose speed moved by half). Each output is still one tile's
-/// sum, in the same order.
+/// all the rows, each panel would read all the rows again. The encoder's passes hold at most
+/// 512 rows (its token budget), two chunks. The four shapes of its layers, rounds in turns
+/// against panel by panel over all the rows (Xeon with AMX, 2026-11-30, a host whose speed
+/// moved by half; medians): at 512 rows, bfloat16 on tiles 7.9 against 8.4 ms on one thread and
+/// 3.3 against 4.2 on two, `f32` in AVX-512 17.7 against 18.7 and 8.3 against 9.0 (the fastest
+/// round of each up to 14 % the other way); at 9,000 rows 95 against 123 and 175 against 218;
+/// the model in calls of 256 640 texts/s against 607. Each output is still one tile's sum, in
+/// the same order.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn for_each_task(
     rows: usize,
