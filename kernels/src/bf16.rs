@@ -22,8 +22,8 @@
 //! product, or all of a query's dozen tokens) configures its tiles with only those rows, and
 //! one of 16 or fewer uses two sums a half. Padding to 32 rows instead, a product of 8 to 16
 //! rows took 1.3 to 2.2 times as long (the encoder's four shapes, three rounds each in turns,
-//! Xeon with AMX), one of 100 or 140 rows 1.05 to 1.2 times; the model one text at a time ran
-//! 424-438 texts/s against 480-487. Measured on one Xeon: 4 to 6 times the throughput of the
+//! Xeon with AMX), one of 100 or 140 rows 1.0 to 1.2 times; the model one text at a time ran
+//! 423-438 texts/s against 480-487. Measured on one Xeon: 4 to 6 times the throughput of the
 //! AVX-512 kernel (docs/BENCHMARKS.md).
 //!
 //! A [`PackedDense`] exists only where the CPU can run it ([`supported`]); the encoder keeps

@@ -18,11 +18,12 @@ pub(crate) const ROWS_PER_TASK: usize = 8 * TILE;
 /// AVX-512, rounds in turns): two callers of 4 memory texts each (a pass of about 120 rows a
 /// core, 20 tiles a panel) ran 303-306 texts/s without the fetch and 323-337 with it, calls of
 /// 256 338-342 and 353-362; 8, 16 or 64 steps ahead did no better, nor fetching in the first
-/// task of a panel only. With this and the tasks panel by panel ([`for_each_task`]), 16 clients
-/// saving at 20,000 memories ran 243-257 saves/s against 233-241 with neither. The bfloat16
-/// kernel on the same Xeon, where `vdpbf16ps` runs at a quarter of the rate and the products
-/// bound the tile, moved inside the noise (190-204 against 190-195 texts/s, callers of 4);
-/// not yet measured where bfloat16 is the faster kernel (docs/BENCHMARKS.md).
+/// task of a panel only. With this and the tasks panel by panel over all the rows (before the
+/// chunks of [`for_each_task`]), 16 clients saving at 20,000 memories ran 243-257 saves/s
+/// against 233-241 with neither. The bfloat16 kernel on the same Xeon, where `vdpbf16ps` runs
+/// at a quarter of the rate and the products bound the tile, moved inside the noise (190-204
+/// against 190-195 texts/s, callers of 4); not yet measured where bfloat16 is the faster
+/// kernel (docs/BENCHMARKS.md).
 pub(crate) const FETCH_AHEAD: usize = 32;
 
 /// The output buffer, shared by the tasks of one product (each writes its own part).
