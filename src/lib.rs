@@ -9,10 +9,10 @@
 /// mimalloc: the embedding model allocates and frees buffers of tens of megabytes for every
 /// layer, and glibc's malloc hands those back to the kernel each time, so each pass paid for
 /// page faults and zeroed pages (a third of its time; see the history of docs/BENCHMARKS.md,
-/// "The allocator"). The packed products also gain from where it puts those buffers: on a
-/// 64-byte boundary, where AMX tiles load whole cache lines. Through glibc's malloc (16 bytes
-/// past a page) the encoder's four products took 9-18 % longer at 8 to 512 rows (AMX 167,
-/// runs interleaved in one process).
+/// "The allocator"). The packed products also gain from where it put their buffers: on
+/// 64-byte boundaries (at every size the encoder uses), so AMX tiles load whole cache lines.
+/// Through glibc's malloc (16 bytes past a page) the encoder's four products took 9-22 %
+/// longer at 8 to 512 rows (AMX 167, runs interleaved in one process).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -219,7 +219,7 @@ impl PackedDense {
             AMX_ROWS,
             |first, count, panel| {
                 // Not zeroed: `amx::panel` writes the task's rows, the only ones read below
-                // (zeroing the 8 KB made the encoder's products 1-2.5 % slower, AMX 167).
+                // (zeroing the 8 KB made the encoder's products 1-4 % slower, AMX 167).
                 let mut sums = MaybeUninit::<[f32; AMX_ROWS * PANEL]>::uninit();
                 let a_rows = &a[first * self.inputs..(first + count) * self.inputs];
                 let b = &self.panels[panel * pairs * PANEL * 2..(panel + 1) * pairs * PANEL * 2];
@@ -569,7 +569,7 @@ mod amx {
             }
             // Released after every task: a thread that kept its tiles configured (loading a
             // configuration, ~140 ns, only when its tasks' row count changed) ran products of 8
-            // or 16 rows 5-18 % slower, those of 100 or 512 rows 2-7 % faster (AMX 167).
+            // or 16 rows 1-18 % slower, those of 100 or 512 rows 2-8 % faster (AMX 167).
             asm!("tilerelease", options(nostack, nomem));
         }
     }
