@@ -57,9 +57,10 @@ struct Layer {
 /// ([`products_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Products {
-    /// candle's `f32` matrix product (CPUs without AVX-512).
+    /// candle's `f32` matrix product (CPUs with neither AVX-512 nor AVX2 and FMA).
     Candle,
-    /// `f32` multiply-adds in AVX-512 registers (`memvault_kernels::dense`).
+    /// `f32` multiply-adds in AVX-512 registers, or AVX2's where the CPU has no AVX-512
+    /// (`memvault_kernels::dense`).
     F32,
     /// bfloat16 pairs summed in `f32`, with `vdpbf16ps` or on AMX tiles where the CPU has them
     /// (`memvault_kernels::bf16`).
@@ -71,7 +72,8 @@ impl Products {
     pub fn describe(self) -> &'static str {
         match self {
             Products::Candle => "f32 products (candle)",
-            Products::F32 => "f32 products (AVX-512)",
+            Products::F32 if Isa::Avx512.available() => "f32 products (AVX-512)",
+            Products::F32 => "f32 products (AVX2)",
             Products::Bf16 if bf16::amx_supported() => "bfloat16 products (AMX tiles)",
             Products::Bf16 => "bfloat16 products (AVX512_BF16)",
         }
@@ -82,7 +84,10 @@ impl Products {
 /// it has AVX512_BF16 without AMX, it measures one layer's product both ways, once a process,
 /// and takes bfloat16 only when it is at least a tenth faster (`vdpbf16ps`, 32 products an
 /// instruction, issued a quarter as often as an `f32` multiply-add of 16 on one Xeon:
-/// `memvault_kernels::dense`).
+/// `memvault_kernels::dense`). Elsewhere `f32` in the kernels crate where the CPU has AVX2 and
+/// FMA: on an AMD EPYC of family 23 (Zen, AVX2 in 128-bit halves) the model ran 66-72 texts/s
+/// one at a time against 49-52 in candle's product, and 74-78 in calls of 256 against 69-74
+/// (docs/BENCHMARKS.md); candle's product only where the CPU has neither.
 pub fn products_for(precision: EmbeddingPrecision) -> Products {
     static MEASURED: std::sync::OnceLock<Products> = std::sync::OnceLock::new();
     let f32 = if dense::supported() {

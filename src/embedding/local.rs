@@ -611,7 +611,7 @@ mod tests {
         );
     }
 
-    /// `f32` takes the AVX-512 kernel where it runs; `bf16` takes bfloat16 wherever the CPU has
+    /// `f32` takes the kernels crate's where it runs; `bf16` takes bfloat16 wherever the CPU has
     /// it; `auto` takes AMX tiles where they run, otherwise one of the two that run here, the
     /// same on every call of the process, and the server's model loads with that choice.
     #[test]
