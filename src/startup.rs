@@ -259,10 +259,9 @@ impl Application {
         );
 
         let embeddings = Embeddings::new(embedder.clone(), settings.embedding.query_cache_entries);
-        let engine = Arc::new(SearchEngine::new(
-            embedder.dimensions(),
-            VectorConfig::default(),
-        )?);
+        let engine = Arc::new(
+            SearchEngine::new(embedder.dimensions(), VectorConfig::default())?.keeping_texts(),
+        );
         let maintainer = Maintainer::new(call_timeout);
         let judge: Arc<dyn UpdateJudge> = match settings
             .llm

@@ -12,6 +12,9 @@
 //! The database is the truth. The indexes are rebuilt from it at start-up and kept in step by
 //! the memories service after every write; a search result is re-read from the database before
 //! it is returned, so an index entry that is stale can cost a result, never return a wrong one.
+//! The memories' engine also keeps each live memory's text and a grow-only set of the lane's
+//! dedup keys, so a save compares itself with its neighbours and rules out an exact duplicate
+//! without a query; a rule that fires re-reads the memory it acts on.
 
 mod ahead;
 mod hnsw;
@@ -25,7 +28,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use uuid::Uuid;
 
 use crate::embedding::cosine;
-use crate::model::{to_micros, Category, Lane, Memory};
+use crate::model::{content_hash, normalize, to_micros, Category, Lane, Memory};
 pub use ahead::{NearestAhead, NearestNow};
 use text::{TextIndex, TextIndexError};
 use vectors::{LaneVectors, Slot, VectorConfig};
@@ -137,10 +140,21 @@ pub enum SearchError {
     Vector(#[from] vectors::VectorError),
 }
 
+/// What the memories' index keeps of a live memory for a save's comparisons
+/// ([`SearchEngine::kept`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept {
+    pub text: Arc<str>,
+    /// The speaker's key ([`speaker_key`]); `""` when none was given.
+    pub speaker_key: String,
+}
+
 /// What the index keeps of a memory to filter and rank without the database.
 #[derive(Debug, Clone)]
 struct Doc {
     id: Uuid,
+    /// Its text, in an engine that keeps texts ([`SearchEngine::keeping_texts`]), while alive.
+    text: Option<Arc<str>>,
     project: String,
     category: Category,
     created_at: i64,
@@ -205,6 +219,7 @@ impl Doc {
     fn of(doc: &IndexDoc) -> Doc {
         Doc {
             id: doc.id,
+            text: None,
             project: doc.project.clone(),
             category: doc.category,
             created_at: doc.created_at,
@@ -223,6 +238,10 @@ impl Doc {
     /// speaker stay (a memory's speaker changes only with a new version).
     fn refreshed(&self, doc: &IndexDoc) -> Doc {
         Doc {
+            text: self.text.as_ref().map(|text| match **text == *doc.text {
+                true => text.clone(),
+                false => Arc::from(doc.text.as_str()),
+            }),
             prev: self.prev,
             next: self.next,
             speaker: self.speaker,
@@ -252,6 +271,8 @@ struct Docs {
     edits: u64,
     /// The lane's speakers by their key ([`speaker_key`]), numbered as indexed.
     speakers: HashMap<String, u32>,
+    /// The same keys by number.
+    speaker_keys: Vec<String>,
     /// Live documents of each speaker, by number: a speaker whose memories are all gone is
     /// named by no query.
     speaker_live: Vec<usize>,
@@ -260,6 +281,9 @@ struct Docs {
     /// The vectors of documents read in pieces as well as whole (vault chunks), one after the
     /// other, by slot; dropped when the slot is retired.
     pieces: HashMap<Slot, Vec<f32>>,
+    /// In an engine that keeps texts, the dedup key ([`dedup_key`]) of every document indexed
+    /// in the lane since it was loaded, gone or not: a key missing here was never stored.
+    dedup_keys: HashSet<u64>,
 }
 
 /// Dead slots (deleted, superseded) a thread walk steps over before it gives up.
@@ -290,10 +314,18 @@ impl Docs {
             .is_some_and(|d| d.passes(filter))
     }
 
-    /// Appends a document, linked after the last one of its thread.
-    fn push(&mut self, doc: &IndexDoc) -> Slot {
+    /// Appends a document, linked after the last one of its thread; with `keep`, its text and
+    /// dedup key too.
+    fn push(&mut self, doc: &IndexDoc, keep: bool) -> Slot {
         let slot = self.slots.len() as Slot;
         let mut entry = Doc::of(doc);
+        if keep {
+            entry.text = Some(Arc::from(doc.text.as_str()));
+            self.dedup_keys.insert(dedup_key(
+                &doc.project,
+                &content_hash(&normalize(&doc.text)),
+            ));
+        }
         if !doc.thread.is_empty() {
             if let Some(tail) = self.thread_tails.insert(doc.thread.clone(), slot) {
                 entry.prev = Some(tail);
@@ -309,6 +341,20 @@ impl Docs {
         slot
     }
 
+    /// Takes the fields of `doc` into `slot` (an edit in place); with `keep`, a key for its
+    /// project as it is now joins the dedup keys (the one it had stays: keys only grow).
+    fn refresh(&mut self, slot: Slot, doc: &IndexDoc, keep: bool) {
+        let refreshed = self.slots[slot as usize].refreshed(doc);
+        self.slots[slot as usize] = refreshed;
+        self.edits += 1;
+        if keep {
+            self.dedup_keys.insert(dedup_key(
+                &doc.project,
+                &content_hash(&normalize(&doc.text)),
+            ));
+        }
+    }
+
     /// The number of a speaker's name in this lane, given one when it is new; `None` for a
     /// name with no letters or digits.
     fn speaker(&mut self, name: &str) -> Option<u32> {
@@ -318,6 +364,9 @@ impl Docs {
         }
         let next = self.speakers.len() as u32;
         let words = key.split(' ').count();
+        if !self.speakers.contains_key(&key) {
+            self.speaker_keys.push(key.clone());
+        }
         let number = *self.speakers.entry(key).or_insert_with(|| {
             self.speaker_live.push(0);
             next
@@ -354,6 +403,7 @@ impl Docs {
             return;
         }
         doc.alive = false;
+        doc.text = None;
         if let Some(number) = doc.speaker {
             self.speaker_live[number as usize] -= 1;
         }
@@ -490,6 +540,13 @@ pub struct SearchEngine {
     text: TextIndex,
     lanes: RwLock<HashMap<Lane, Arc<LaneIndex>>>,
     vector_config: VectorConfig,
+    keeps_texts: bool,
+}
+
+/// A lane's key for a memory's project and content hash ([`content_hash`]).
+fn dedup_key(project: &str, content_hash: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one((project, content_hash))
 }
 
 /// Lane numbers are unique across every engine of the process (memories, vault chunks, vault
@@ -503,7 +560,15 @@ impl SearchEngine {
             text: TextIndex::new()?,
             lanes: RwLock::new(HashMap::new()),
             vector_config,
+            keeps_texts: false,
         })
+    }
+
+    /// The same engine keeping each live document's text and each lane's dedup keys, for the
+    /// save path ([`SearchEngine::kept`], [`SearchEngine::may_hold`]): the memories' engine.
+    pub fn keeping_texts(mut self) -> Self {
+        self.keeps_texts = true;
+        self
     }
 
     pub fn dims(&self) -> usize {
@@ -607,7 +672,7 @@ impl SearchEngine {
                     lane.vectors_mut().remove(old);
                     self.text.delete(lane.key(old))?;
                 }
-                let slot = docs.push(&doc);
+                let slot = docs.push(&doc, self.keeps_texts);
                 if !pieces.is_empty() {
                     docs.pieces.insert(slot, pieces.concat());
                 }
@@ -691,9 +756,7 @@ impl SearchEngine {
                 return;
             };
             if memory.is_current {
-                let refreshed = docs.slots[slot as usize].refreshed(&IndexDoc::of(memory));
-                docs.slots[slot as usize] = refreshed;
-                docs.edits += 1;
+                docs.refresh(slot, &IndexDoc::of(memory), self.keeps_texts);
                 return;
             }
             docs.by_id.remove(&memory.id);
@@ -714,10 +777,40 @@ impl SearchEngine {
         };
         let mut docs = index.docs_mut();
         if let Some(slot) = docs.by_id.get(&doc.id).copied() {
-            let refreshed = docs.slots[slot as usize].refreshed(doc);
-            docs.slots[slot as usize] = refreshed;
-            docs.edits += 1;
+            docs.refresh(slot, doc, self.keeps_texts);
         }
+    }
+
+    /// What the index keeps of a live memory of a lane for a save's comparisons; `None` when
+    /// it holds no such memory or keeps no texts.
+    pub fn kept(&self, lane: &Lane, id: Uuid) -> Option<Kept> {
+        let index = self.lane(lane)?;
+        let docs = index.docs();
+        let doc = &docs.slots[*docs.by_id.get(&id)? as usize];
+        Some(Kept {
+            text: doc.text.clone()?,
+            speaker_key: doc
+                .speaker
+                .map(|number| docs.speaker_keys[number as usize].clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Whether a lane may hold a memory of `project` with this content hash: `false` only when
+    /// the engine keeps texts, has the lane loaded, and no memory with that text was ever
+    /// indexed in it since (so none is stored: every stored memory is indexed).
+    pub fn may_hold(&self, lane: &Lane, project: &str, content_hash: &str) -> bool {
+        if !self.keeps_texts {
+            return true;
+        }
+        let Some(index) = self.lane(lane) else {
+            return true;
+        };
+        let held = index
+            .docs()
+            .dedup_keys
+            .contains(&dedup_key(project, content_hash));
+        held
     }
 
     /// Live memories indexed in a lane.

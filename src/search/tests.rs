@@ -6,6 +6,7 @@ use super::*;
 fn doc(helpful: i64, not_helpful: i64, created_at: i64) -> Doc {
     Doc {
         id: Uuid::nil(),
+        text: None,
         project: String::new(),
         category: Category::Fact,
         created_at,
@@ -444,10 +445,13 @@ fn speaker_keys_ignore_case_punctuation_and_possessives() {
     };
     let mut docs = Docs::default();
     let mut said = |speaker: &str| {
-        let slot = docs.push(&IndexDoc {
-            speaker: speaker.to_string(),
-            ..test_doc(&lane, Uuid::new_v4(), "text", "")
-        });
+        let slot = docs.push(
+            &IndexDoc {
+                speaker: speaker.to_string(),
+                ..test_doc(&lane, Uuid::new_v4(), "text", "")
+            },
+            false,
+        );
         docs.slots[slot as usize].speaker
     };
     let ada = said("Dr. Ada Lovelace").unwrap();
@@ -638,4 +642,57 @@ fn nearest_found_ahead_and_brought_up_to_date_match_a_search_now() {
     edited.helpful = 3;
     engine.refresh_doc(&edited);
     assert!(!now(again[0].as_ref().unwrap()).unedited);
+}
+
+#[test]
+fn the_memories_engine_keeps_live_texts_and_every_dedup_key() {
+    let lane = Lane {
+        workspace_id: Uuid::nil(),
+        scope: String::new(),
+    };
+    let other = Lane {
+        workspace_id: Uuid::nil(),
+        scope: "other".to_string(),
+    };
+    let hash = |text: &str| content_hash(&normalize(text));
+    let plain = SearchEngine::new(4, VectorConfig::default()).unwrap();
+    let engine = SearchEngine::new(4, VectorConfig::default())
+        .unwrap()
+        .keeping_texts();
+    let id = Uuid::new_v4();
+    let doc = IndexDoc {
+        speaker: "Dr. Ada".to_string(),
+        ..test_doc(&lane, id, "I live in  Paris.", "")
+    };
+    for e in [&plain, &engine] {
+        e.stage_docs([(doc.clone(), Some(vec![1.0, 0.0, 0.0, 0.0]))])
+            .unwrap();
+    }
+    // An engine that keeps no texts rules nothing out.
+    assert_eq!(plain.kept(&lane, id), None);
+    assert!(plain.may_hold(&lane, "", &hash("anything")));
+
+    let kept = engine.kept(&lane, id).unwrap();
+    assert_eq!(&*kept.text, "I live in  Paris.");
+    assert_eq!(kept.speaker_key, "dr ada");
+    // The dedup key is the database's: normalised text, trailing punctuation aside.
+    assert!(engine.may_hold(&lane, "", &hash("i live in paris")));
+    assert!(!engine.may_hold(&lane, "", &hash("I live in Rome")));
+    assert!(!engine.may_hold(&lane, "work", &hash("I live in Paris")));
+    // A lane not loaded may hold anything.
+    assert!(engine.may_hold(&other, "", &hash("I live in Rome")));
+
+    // A project edited in place: both keys are held (keys only grow).
+    engine.refresh_doc(&IndexDoc {
+        project: "work".to_string(),
+        ..doc.clone()
+    });
+    assert!(engine.may_hold(&lane, "work", &hash("I live in Paris")));
+    assert!(engine.may_hold(&lane, "", &hash("I live in Paris")));
+    assert_eq!(engine.kept(&lane, id).unwrap().text, kept.text);
+
+    // Gone from the index: its text is not kept, its key still is.
+    engine.remove(&lane, &[id]).unwrap();
+    assert_eq!(engine.kept(&lane, id), None);
+    assert!(engine.may_hold(&lane, "", &hash("I live in Paris")));
 }

@@ -16,7 +16,7 @@ use crate::model::accounts::Need;
 use crate::model::{
     content_hash, now, to_micros, Category, Embedded, Lane, ListFilter, Memory, NewMemory, Source,
 };
-use crate::search::{speaker_key, Filter, NearestAhead, SearchEngine, SearchError};
+use crate::search::{speaker_key, Filter, Kept, NearestAhead, SearchEngine, SearchError};
 use crate::services::validate::*;
 use crate::services::{admit, Caller, Gate, Principal};
 use crate::storage::{FeedbackRecord, Store, Superseded};
@@ -330,7 +330,8 @@ impl MemoryService {
             return self.supersede(&lane, &old, memory, flush).await;
         }
 
-        // An exact duplicate costs one indexed lookup and no embedding.
+        // An exact duplicate costs one indexed lookup and no embedding; a text the lane's index
+        // never held costs no lookup.
         let hash = content_hash(&memory.content_norm());
         let existing = match pending
             .as_deref()
@@ -338,6 +339,7 @@ impl MemoryService {
         {
             Some(existing) => Some(existing.clone()),
             None if ahead.new_text => None,
+            None if !self.engine.may_hold(&lane, &memory.project, &hash) => None,
             None => {
                 self.store
                     .find_duplicate(&lane, &memory.project, &hash)
@@ -378,9 +380,11 @@ impl MemoryService {
             None => (Vec::new(), false),
         };
         let searched_at = started.elapsed();
-        // The neighbours that a rule below may use, read in one query (only current, live
-        // ones: neither rule uses any other).
+        // The neighbours that a rule below may use (only current, live ones: neither rule uses
+        // any other): as the import read them ahead, else as the index keeps them (re-read
+        // before a rule acts on one), else read in one query.
         let mut current: HashMap<Uuid, Memory> = HashMap::new();
+        let mut kept: HashMap<Uuid, Kept> = HashMap::new();
         let mut wanted: Vec<Uuid> = Vec::new();
         for (rank, n) in neighbours.iter().enumerate() {
             if n.similarity >= self.tuning.supersede_min_similarity
@@ -394,7 +398,12 @@ impl MemoryService {
                     Some(m) => {
                         current.insert(m.id, m.clone());
                     }
-                    None => wanted.push(n.id),
+                    None => match self.engine.kept(&lane, n.id) {
+                        Some(k) => {
+                            kept.insert(n.id, k);
+                        }
+                        None => wanted.push(n.id),
+                    },
                 }
             }
         }
@@ -404,29 +413,42 @@ impl MemoryService {
             }
         }
         let compared_at = started.elapsed();
+        let voice = speaker_key(&memory.speaker);
         // A fact update: the nearest related memory whose value the new one replaces.
         for neighbour in neighbours
             .iter()
             .filter(|n| n.similarity >= self.tuning.supersede_min_similarity)
         {
-            let Some(old) = current.get(&neighbour.id) else {
-                continue;
+            let old_text = match (current.get(&neighbour.id), kept.get(&neighbour.id)) {
+                (Some(old), _) => {
+                    if !related(old, &memory) {
+                        continue;
+                    }
+                    old.content.as_str()
+                }
+                // Of the new memory's project: the neighbours' filter.
+                (None, Some(k)) if same_voice_keys(&k.speaker_key, &voice) => &*k.text,
+                _ => continue,
             };
-            if old.project != memory.project || !same_voice(&old.speaker, &memory.speaker) {
-                continue;
-            }
-            let judgement = match ahead.verdicts.get(&old.id).filter(|_| read_ahead) {
+            let judgement = match ahead.verdicts.get(&neighbour.id).filter(|_| read_ahead) {
                 Some(judgement) => judgement.clone(),
-                None => self.judge.judge(&old.content, &memory.content).await,
+                None => self.judge.judge(old_text, &memory.content).await,
             };
             if judgement.is_update {
+                let old = match current.get(&neighbour.id) {
+                    Some(old) => old.clone(),
+                    None => match self.reread(&lane, neighbour.id).await? {
+                        Some(old) if related(&old, &memory) => old,
+                        _ => continue,
+                    },
+                };
                 tracing::debug!(old = %old.id, similarity = neighbour.similarity, reason = %judgement.reason, "fact update detected");
                 if !category_given {
                     memory.category = old.category;
                 }
                 memory.embedding = Some(embedded.clone());
                 self.commit_pending(pending.as_deref_mut()).await?;
-                match self.supersede(&lane, old, memory.clone(), flush).await {
+                match self.supersede(&lane, &old, memory.clone(), flush).await {
                     // A concurrent save retired (or a delete removed) that memory first: this
                     // save goes on as if it had not been a candidate.
                     Err(Error::Conflict(_) | Error::NotFound(_)) => {
@@ -441,7 +463,17 @@ impl MemoryService {
         // numbers and names).
         if let Some(top) = neighbours.first() {
             if top.similarity >= self.tuning.dedup_threshold {
-                if let Some(existing) = current.remove(&top.id) {
+                let existing = match (current.remove(&top.id), kept.get(&top.id)) {
+                    (Some(existing), _) => Some(existing),
+                    (None, Some(k))
+                        if same_voice_keys(&k.speaker_key, &voice)
+                            && specifics(&k.text) == specifics(&memory.content) =>
+                    {
+                        self.reread(&lane, top.id).await?
+                    }
+                    _ => None,
+                };
+                if let Some(existing) = existing {
                     if !existing.is_expired(memory.created_at)
                         && same_voice(&existing.speaker, &memory.speaker)
                         && specifics(&existing.content) == specifics(&memory.content)
@@ -487,6 +519,12 @@ impl MemoryService {
                 "a concurrent change to this memory won; retry".to_string(),
             )),
         }
+    }
+
+    /// A memory as stored now, when it is still current and live (a rule is about to act on
+    /// what the index kept of it).
+    async fn reread(&self, lane: &Lane, id: Uuid) -> Result<Option<Memory>> {
+        Ok(self.store.current_memories_by_ids(lane, &[id]).await?.pop())
     }
 
     /// Commits the pending memories in one transaction and records what became of each: one
@@ -874,8 +912,18 @@ pub(crate) fn neighbour_filter(memory: &NewMemory) -> Filter {
 /// both name a speaker and the speakers differ ("I live in Paris" said by two people is two
 /// facts). Names compare as search matches them (`speaker_key`: case and punctuation aside).
 fn same_voice(a: &str, b: &str) -> bool {
-    let (a, b) = (speaker_key(a), speaker_key(b));
+    same_voice_keys(&speaker_key(a), &speaker_key(b))
+}
+
+/// [`same_voice`] of two speakers' keys ([`speaker_key`]).
+fn same_voice_keys(a: &str, b: &str) -> bool {
     a.is_empty() || b.is_empty() || a == b
+}
+
+/// Whether a stored memory may be the one a new memory updates: of its project, and in the
+/// same voice.
+fn related(old: &Memory, new: &NewMemory) -> bool {
+    old.project == new.project && same_voice(&old.speaker, &new.speaker)
 }
 
 fn inferred_category(content: &str) -> Category {
