@@ -12,9 +12,9 @@
 //! The database is the truth. The indexes are rebuilt from it at start-up and kept in step by
 //! the memories service after every write; a search result is re-read from the database before
 //! it is returned, so an index entry that is stale can cost a result, never return a wrong one.
-//! The memories' engine also keeps each live memory's text and a grow-only set of the lane's
-//! dedup keys, so a save compares itself with its neighbours and rules out an exact duplicate
-//! without a query; a rule that fires re-reads the memory it acts on.
+//! The memories' engine also keeps each live memory's text and dedup key, so a save compares
+//! itself with its neighbours and rules out an exact duplicate without a query; a rule that
+//! fires re-reads the memory it acts on.
 
 mod ahead;
 mod hnsw;
@@ -149,12 +149,18 @@ pub struct Kept {
     pub speaker_key: String,
 }
 
+/// What an engine that keeps texts holds of a live slot besides its [`Doc`].
+#[derive(Debug, Clone)]
+struct KeptSlot {
+    text: Arc<str>,
+    /// [`dedup_key`] of its project and text.
+    key: u64,
+}
+
 /// What the index keeps of a memory to filter and rank without the database.
 #[derive(Debug, Clone)]
 struct Doc {
     id: Uuid,
-    /// Its text, in an engine that keeps texts ([`SearchEngine::keeping_texts`]), while alive.
-    text: Option<Arc<str>>,
     project: String,
     category: Category,
     created_at: i64,
@@ -219,7 +225,6 @@ impl Doc {
     fn of(doc: &IndexDoc) -> Doc {
         Doc {
             id: doc.id,
-            text: None,
             project: doc.project.clone(),
             category: doc.category,
             created_at: doc.created_at,
@@ -238,10 +243,6 @@ impl Doc {
     /// speaker stay (a memory's speaker changes only with a new version).
     fn refreshed(&self, doc: &IndexDoc) -> Doc {
         Doc {
-            text: self.text.as_ref().map(|text| match **text == *doc.text {
-                true => text.clone(),
-                false => Arc::from(doc.text.as_str()),
-            }),
             prev: self.prev,
             next: self.next,
             speaker: self.speaker,
@@ -281,9 +282,11 @@ struct Docs {
     /// The vectors of documents read in pieces as well as whole (vault chunks), one after the
     /// other, by slot; dropped when the slot is retired.
     pieces: HashMap<Slot, Vec<f32>>,
-    /// In an engine that keeps texts, the dedup key ([`dedup_key`]) of every document indexed
-    /// in the lane since it was loaded, gone or not: a key missing here was never stored.
-    dedup_keys: HashSet<u64>,
+    /// In an engine that keeps texts ([`SearchEngine::keeping_texts`]), each live slot's text
+    /// and dedup key (kept apart from `slots`, which searches walk).
+    kept: Vec<Option<KeptSlot>>,
+    /// How many live slots hold each dedup key.
+    dedup_keys: HashMap<u64, u32>,
 }
 
 /// Dead slots (deleted, superseded) a thread walk steps over before it gives up.
@@ -320,11 +323,13 @@ impl Docs {
         let slot = self.slots.len() as Slot;
         let mut entry = Doc::of(doc);
         if keep {
-            entry.text = Some(Arc::from(doc.text.as_str()));
-            self.dedup_keys.insert(dedup_key(
-                &doc.project,
-                &content_hash(&normalize(&doc.text)),
-            ));
+            let key = dedup_key(&doc.project, &content_hash(&normalize(&doc.text)));
+            *self.dedup_keys.entry(key).or_default() += 1;
+            self.kept.resize(slot as usize, None);
+            self.kept.push(Some(KeptSlot {
+                text: Arc::from(doc.text.as_str()),
+                key,
+            }));
         }
         if !doc.thread.is_empty() {
             if let Some(tail) = self.thread_tails.insert(doc.thread.clone(), slot) {
@@ -341,17 +346,37 @@ impl Docs {
         slot
     }
 
-    /// Takes the fields of `doc` into `slot` (an edit in place); with `keep`, a key for its
-    /// project as it is now joins the dedup keys (the one it had stays: keys only grow).
-    fn refresh(&mut self, slot: Slot, doc: &IndexDoc, keep: bool) {
+    /// Takes the fields of `doc` into `slot` (an edit in place), its dedup key too (a project
+    /// edited in place moves it).
+    fn refresh(&mut self, slot: Slot, doc: &IndexDoc) {
         let refreshed = self.slots[slot as usize].refreshed(doc);
+        let moved = self.slots[slot as usize].project != refreshed.project;
         self.slots[slot as usize] = refreshed;
         self.edits += 1;
-        if keep {
-            self.dedup_keys.insert(dedup_key(
-                &doc.project,
-                &content_hash(&normalize(&doc.text)),
-            ));
+        let Some(Some(kept)) = self.kept.get_mut(slot as usize) else {
+            return;
+        };
+        if *kept.text != *doc.text {
+            kept.text = Arc::from(doc.text.as_str());
+        } else if !moved {
+            return;
+        }
+        let (old, key) = (
+            kept.key,
+            dedup_key(&doc.project, &content_hash(&normalize(&doc.text))),
+        );
+        kept.key = key;
+        self.forget_key(old);
+        *self.dedup_keys.entry(key).or_default() += 1;
+    }
+
+    /// One live slot fewer holds `key`.
+    fn forget_key(&mut self, key: u64) {
+        if let Some(count) = self.dedup_keys.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.dedup_keys.remove(&key);
+            }
         }
     }
 
@@ -403,9 +428,11 @@ impl Docs {
             return;
         }
         doc.alive = false;
-        doc.text = None;
         if let Some(number) = doc.speaker {
             self.speaker_live[number as usize] -= 1;
+        }
+        if let Some(kept) = self.kept.get_mut(slot as usize).and_then(Option::take) {
+            self.forget_key(kept.key);
         }
         self.pieces.remove(&slot);
     }
@@ -756,7 +783,7 @@ impl SearchEngine {
                 return;
             };
             if memory.is_current {
-                docs.refresh(slot, &IndexDoc::of(memory), self.keeps_texts);
+                docs.refresh(slot, &IndexDoc::of(memory));
                 return;
             }
             docs.by_id.remove(&memory.id);
@@ -777,7 +804,7 @@ impl SearchEngine {
         };
         let mut docs = index.docs_mut();
         if let Some(slot) = docs.by_id.get(&doc.id).copied() {
-            docs.refresh(slot, doc, self.keeps_texts);
+            docs.refresh(slot, doc);
         }
     }
 
@@ -786,9 +813,10 @@ impl SearchEngine {
     pub fn kept(&self, lane: &Lane, id: Uuid) -> Option<Kept> {
         let index = self.lane(lane)?;
         let docs = index.docs();
-        let doc = &docs.slots[*docs.by_id.get(&id)? as usize];
+        let slot = *docs.by_id.get(&id)? as usize;
+        let doc = &docs.slots[slot];
         Some(Kept {
-            text: doc.text.clone()?,
+            text: docs.kept.get(slot)?.as_ref()?.text.clone(),
             speaker_key: doc
                 .speaker
                 .map(|number| docs.speaker_keys[number as usize].clone())
@@ -796,9 +824,10 @@ impl SearchEngine {
         })
     }
 
-    /// Whether a lane may hold a memory of `project` with this content hash: `false` only when
-    /// the engine keeps texts, has the lane loaded, and no memory with that text was ever
-    /// indexed in it since (so none is stored: every stored memory is indexed).
+    /// Whether a lane may hold a current memory of `project` with this content hash: `false`
+    /// only when the engine keeps texts, has the lane loaded, and holds no live memory with
+    /// that key (every stored current memory is indexed; one stored an instant ago and not
+    /// yet indexed is refused by the database's dedup index all the same).
     pub fn may_hold(&self, lane: &Lane, project: &str, content_hash: &str) -> bool {
         if !self.keeps_texts {
             return true;
@@ -809,7 +838,7 @@ impl SearchEngine {
         let held = index
             .docs()
             .dedup_keys
-            .contains(&dedup_key(project, content_hash));
+            .contains_key(&dedup_key(project, content_hash));
         held
     }
 

@@ -6,7 +6,6 @@ use super::*;
 fn doc(helpful: i64, not_helpful: i64, created_at: i64) -> Doc {
     Doc {
         id: Uuid::nil(),
-        text: None,
         project: String::new(),
         category: Category::Fact,
         created_at,
@@ -645,7 +644,7 @@ fn nearest_found_ahead_and_brought_up_to_date_match_a_search_now() {
 }
 
 #[test]
-fn the_memories_engine_keeps_live_texts_and_every_dedup_key() {
+fn the_memories_engine_keeps_live_texts_and_dedup_keys() {
     let lane = Lane {
         workspace_id: Uuid::nil(),
         scope: String::new(),
@@ -682,17 +681,31 @@ fn the_memories_engine_keeps_live_texts_and_every_dedup_key() {
     // A lane not loaded may hold anything.
     assert!(engine.may_hold(&other, "", &hash("I live in Rome")));
 
-    // A project edited in place: both keys are held (keys only grow).
+    // A project edited in place moves the key.
     engine.refresh_doc(&IndexDoc {
         project: "work".to_string(),
         ..doc.clone()
     });
     assert!(engine.may_hold(&lane, "work", &hash("I live in Paris")));
-    assert!(engine.may_hold(&lane, "", &hash("I live in Paris")));
+    assert!(!engine.may_hold(&lane, "", &hash("I live in Paris")));
     assert_eq!(engine.kept(&lane, id).unwrap().text, kept.text);
 
-    // Gone from the index: its text is not kept, its key still is.
+    // Two live memories with one key (a new version indexed before the old one leaves): the
+    // key stays until both are gone, and nothing of either is kept after.
+    let next = Uuid::new_v4();
+    engine
+        .stage_docs([(
+            IndexDoc {
+                project: "work".to_string(),
+                ..test_doc(&lane, next, "i live in paris", "")
+            },
+            Some(vec![0.0, 1.0, 0.0, 0.0]),
+        )])
+        .unwrap();
     engine.remove(&lane, &[id]).unwrap();
     assert_eq!(engine.kept(&lane, id), None);
-    assert!(engine.may_hold(&lane, "", &hash("I live in Paris")));
+    assert!(engine.may_hold(&lane, "work", &hash("I live in Paris")));
+    engine.remove(&lane, &[next]).unwrap();
+    assert!(!engine.may_hold(&lane, "work", &hash("I live in Paris")));
+    assert_eq!(engine.kept(&lane, next), None);
 }

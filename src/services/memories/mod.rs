@@ -330,8 +330,8 @@ impl MemoryService {
             return self.supersede(&lane, &old, memory, flush).await;
         }
 
-        // An exact duplicate costs one indexed lookup and no embedding; a text the lane's index
-        // never held costs no lookup.
+        // An exact duplicate costs one indexed lookup and no embedding; a text that no live
+        // memory of the lane's index has costs no lookup.
         let hash = content_hash(&memory.content_norm());
         let existing = match pending
             .as_deref()
