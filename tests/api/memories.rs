@@ -489,6 +489,55 @@ async fn expired_memories_are_listed_only_on_request() {
     assert_eq!(list["total"], 2);
 }
 
+/// The exact-duplicate lookup is skipped for a text no live memory of the lane's index has
+/// (`SearchEngine::may_hold`); a project edited in place moves the memory's key, so saving its
+/// text again in the new project still finds it (an expired one is renewed there: the
+/// near-duplicate check and the dedup index alone would answer `duplicate`).
+#[tokio::test]
+async fn an_expired_memory_moved_to_another_project_is_renewed_there() {
+    let app = spawn_app().await;
+    let old = app
+        .save(
+            "the office closes at noon on fridays",
+            json!({"validFrom": "2020-01-01T00:00:00Z", "validUntil": "2021-01-01T00:00:00Z"}),
+        )
+        .await;
+    let id = old["id"].as_str().unwrap();
+    let response = app
+        .send_json(
+            Method::PATCH,
+            &format!("/api/memories/{id}"),
+            &json!({"project": "facilities"}),
+        )
+        .await;
+    let (status, moved) = json_of(response).await;
+    assert_eq!(status, 200, "{moved}");
+    assert_eq!(moved["project"], "facilities");
+
+    let again = |project: &str| json!({"content": "The office closes at noon on Fridays.", "project": project});
+    let response = app
+        .send_json(Method::POST, "/api/memories", &again("facilities"))
+        .await;
+    let (status, renewed) = json_of(response).await;
+    assert_eq!(status, 201, "{renewed}");
+    assert_eq!(renewed["status"], "superseded", "{renewed}");
+    assert_eq!(renewed["memory"]["supersedesId"], id);
+    // Nothing of it is left in its old project.
+    let response = app
+        .send_json(Method::POST, "/api/memories", &again(""))
+        .await;
+    let (status, fresh) = json_of(response).await;
+    assert_eq!(status, 201, "{fresh}");
+    assert_eq!(fresh["status"], "created", "{fresh}");
+    // Saved again in the new project: the renewed version.
+    let response = app
+        .send_json(Method::POST, "/api/memories", &again("facilities"))
+        .await;
+    let (_, same) = json_of(response).await;
+    assert_eq!(same["status"], "duplicate", "{same}");
+    assert_eq!(same["memory"]["id"], renewed["memory"]["id"]);
+}
+
 #[tokio::test]
 async fn patch_edits_in_place_or_makes_a_new_version() {
     let app = spawn_app().await;
