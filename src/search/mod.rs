@@ -200,6 +200,11 @@ pub struct IndexDoc {
 }
 
 impl IndexDoc {
+    /// Its lane's key for its project and text ([`dedup_key`]).
+    fn dedup_key(&self) -> u64 {
+        dedup_key(&self.project, &content_hash(&normalize(&self.text)))
+    }
+
     pub fn of(memory: &Memory) -> IndexDoc {
         IndexDoc {
             id: memory.id,
@@ -323,7 +328,7 @@ impl Docs {
         let slot = self.slots.len() as Slot;
         let mut entry = Doc::of(doc);
         if keep {
-            let key = dedup_key(&doc.project, &content_hash(&normalize(&doc.text)));
+            let key = doc.dedup_key();
             *self.dedup_keys.entry(key).or_default() += 1;
             self.kept.resize(slot as usize, None);
             self.kept.push(Some(KeptSlot {
@@ -361,10 +366,7 @@ impl Docs {
         } else if !moved {
             return;
         }
-        let (old, key) = (
-            kept.key,
-            dedup_key(&doc.project, &content_hash(&normalize(&doc.text))),
-        );
+        let (old, key) = (kept.key, doc.dedup_key());
         kept.key = key;
         self.forget_key(old);
         *self.dedup_keys.entry(key).or_default() += 1;
